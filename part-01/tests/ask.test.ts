@@ -1,0 +1,56 @@
+// Part 1 end to end: ask.ts runs as a subprocess, the way a learner runs it, against the fake provider.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT_DIR } from '../../shared/config.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runScript } from '../../shared/testing/run-script.ts';
+
+const SCRIPT = 'part-01/ask.ts';
+let fake: FakeProvider;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(() => fake.close());
+
+describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
+  it('sends the system prompt and the question, and prints the answer', async () => {
+    fake.reply({ text: 'Hi! I am Nimbus. I cannot look up orders yet.' });
+    // Run from inside part-01, as the README shows: paths must not depend on the working directory.
+    const result = await runScript(SCRIPT, ['What can you do?'], { env: fake.env(provider), cwd: path.join(ROOT_DIR, 'part-01') });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Hi! I am Nimbus. I cannot look up orders yet.\n');
+    const request = fake.chats().at(-1)!;
+    expect(request.provider).toBe(provider);
+    expect(request.view?.system).toContain('Nimbus, the customer-support assistant of Kestrel Electronics');
+    expect(request.view?.lastUserText).toBe('What can you do?');
+  });
+});
+
+describe('ask.ts errors', () => {
+  it('without a key: one line naming the variable, exit 1', async () => {
+    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), GEMINI_API_KEY: '' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n',
+    );
+    expect(result.stdout).toBe('');
+  });
+
+  it('a provider error is one clear line, exit 1', async () => {
+    fake.reply({ error: { status: 401 } });
+    const result = await runScript(SCRIPT, ['Hello'], { env: fake.env('openai') });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('The OpenAI-compatible server rejected the API key (401). Check OPENAI_API_KEY in .env.\n');
+  });
+
+  it('without a question: usage, exit 2; --help: usage, exit 0', async () => {
+    const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('Usage: npx tsx ask.ts "your question"');
+    const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini') });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: npx tsx ask.ts "your question"');
+  });
+});

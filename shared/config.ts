@@ -1,0 +1,138 @@
+// Settings come from the repo-root .env (or real environment variables) and are checked only when needed.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { config as loadDotenv } from 'dotenv';
+
+/** The repository root, found from this file's location so scripts work from any working directory. */
+export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+// dotenv never overwrites a variable that is already set, so real environment variables win over .env.
+loadDotenv({ path: path.join(ROOT_DIR, '.env'), quiet: true });
+
+/** A setting is missing or invalid. Entry scripts print the message (one sentence) and exit 1. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads a variable; an empty value counts as not set, so `KEY=` in .env means "use the default". */
+function read(name: string): string | undefined {
+  const value = process.env[name]?.trim();
+  return value ? value : undefined;
+}
+
+export type ProviderName = 'gemini' | 'openai';
+
+export interface GeminiSettings {
+  provider: 'gemini';
+  apiKey: string;
+  model: string;
+  embeddingModel: string;
+  baseUrl?: string;
+}
+
+export interface OpenAISettings {
+  provider: 'openai';
+  apiKey: string;
+  model: string;
+  /** Undefined when there is no embedding model: a custom server without OPENAI_EMBEDDING_MODEL. */
+  embeddingModel?: string;
+  baseUrl?: string;
+  reasoningEffort?: string;
+}
+
+export type LlmSettings = GeminiSettings | OpenAISettings;
+
+const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
+
+export function providerName(): ProviderName {
+  const value = (read('LLM_PROVIDER') ?? 'gemini').toLowerCase();
+  if (value !== 'gemini' && value !== 'openai') {
+    throw new ConfigError(`LLM_PROVIDER must be "gemini" or "openai" (it is "${value}"). Fix it in .env.`);
+  }
+  return value;
+}
+
+/** The chosen provider's settings; throws a ConfigError naming the variable to fix. */
+export function llmSettings(): LlmSettings {
+  if (providerName() === 'gemini') {
+    const apiKey = read('GEMINI_API_KEY');
+    if (!apiKey) {
+      throw new ConfigError(
+        'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env',
+      );
+    }
+    return {
+      provider: 'gemini',
+      apiKey,
+      model: read('GEMINI_MODEL') ?? 'gemini-flash-latest',
+      embeddingModel: read('GEMINI_EMBEDDING_MODEL') ?? 'gemini-embedding-001',
+      baseUrl: optionalUrl('GEMINI_BASE_URL'),
+    };
+  }
+
+  const baseUrl = optionalUrl('OPENAI_BASE_URL');
+  const apiKey = read('OPENAI_API_KEY');
+  if (!apiKey && !baseUrl) {
+    throw new ConfigError(
+      'OPENAI_API_KEY is not set. Create a key at https://platform.openai.com/api-keys and put it in .env',
+    );
+  }
+  const reasoningEffort = read('OPENAI_REASONING_EFFORT')?.toLowerCase();
+  if (reasoningEffort && !REASONING_EFFORTS.includes(reasoningEffort)) {
+    throw new ConfigError(
+      `OPENAI_REASONING_EFFORT must be one of ${REASONING_EFFORTS.join(', ')} (it is "${reasoningEffort}"). Fix it in .env.`,
+    );
+  }
+  return {
+    provider: 'openai',
+    // Local servers (Ollama, LM Studio) ignore the key, but the SDK refuses to start without one.
+    apiKey: apiKey ?? 'not-needed-for-local-servers',
+    model: read('OPENAI_MODEL') ?? 'gpt-5.4-mini',
+    // OpenAI's embedding model does not exist on other servers, so a custom server needs it named.
+    embeddingModel: read('OPENAI_EMBEDDING_MODEL') ?? (baseUrl ? undefined : 'text-embedding-3-small'),
+    baseUrl,
+    reasoningEffort,
+  };
+}
+
+function optionalUrl(name: string): string | undefined {
+  const value = read(name);
+  if (value === undefined) return undefined;
+  if (!/^https?:\/\/[^/\s]+/.test(value)) {
+    throw new ConfigError(`${name} must be a URL such as http://localhost:11434/v1 (it is "${value}"). Fix it in .env.`);
+  }
+  return value;
+}
+
+export interface DbSettings {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+}
+
+export function dbSettings(): DbSettings {
+  const port = Number(read('DB_PORT') ?? '3306');
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new ConfigError(`DB_PORT must be a port number such as 3306 (it is "${read('DB_PORT')}"). Fix it in .env.`);
+  }
+  const database = read('DB_NAME') ?? 'nimbus';
+  // The name is put into CREATE DATABASE, which cannot take a placeholder, so only allow safe names.
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) {
+    throw new ConfigError(`DB_NAME may only contain letters, digits and underscores (it is "${database}"). Fix it in .env.`);
+  }
+  return {
+    host: read('DB_HOST') ?? '127.0.0.1',
+    port,
+    user: read('DB_USER') ?? 'root',
+    // A password may legitimately be spaces, so it is not trimmed.
+    password: process.env.DB_PASSWORD ?? '',
+    database,
+  };
+}
+
+/** Where traces are written: logs/ at the repo root unless LOG_DIR says otherwise. */
+export function logDir(): string {
+  return path.resolve(ROOT_DIR, read('LOG_DIR') ?? 'logs');
+}

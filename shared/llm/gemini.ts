@@ -1,0 +1,251 @@
+// Talks to Gemini with @google/genai: neutral messages in, neutral ChatResult out.
+import { randomBytes } from 'node:crypto';
+import { ApiError, GoogleGenAI, type Content, type GenerateContentResponse, type Part } from '@google/genai';
+import type { GeminiSettings } from '../config.ts';
+import { ProviderError, firstLine, kindForStatus, parseGoogleDuration } from './errors.ts';
+import type { AssistantMessage, ChatResult, Message, ToolCall, ToolDefinition } from './messages.ts';
+
+/**
+ * Gemini rejects a replayed function call without the thought signature it was issued with. For calls
+ * Gemini did not write (another provider's history), its docs give this value to skip the check.
+ */
+export const DUMMY_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
+
+/** Long enough for a slow answer, short enough that a hung connection does not hang Nimbus forever. */
+const TIMEOUT_MS = 180_000;
+/** Fewer dimensions than the default 3072: the same retrieval quality for a help center, a quarter of the storage. */
+export const GEMINI_EMBEDDING_DIMENSIONS = 768;
+
+function client(settings: GeminiSettings): GoogleGenAI {
+  // Always pass the key: without one the SDK looks for Google Cloud credentials instead.
+  return new GoogleGenAI({
+    apiKey: settings.apiKey,
+    httpOptions: { timeout: TIMEOUT_MS, ...(settings.baseUrl ? { baseUrl: settings.baseUrl } : {}) },
+  });
+}
+
+export async function geminiChat(
+  settings: GeminiSettings,
+  messages: Message[],
+  tools: ToolDefinition[],
+  signal?: AbortSignal,
+): Promise<ChatResult> {
+  const system = messages.filter((m) => m.role === 'system').map((m) => m.content);
+  const response = await client(settings).models.generateContent({
+    model: settings.model,
+    contents: toContents(messages),
+    config: {
+      ...(system.length ? { systemInstruction: system.join('\n\n') } : {}),
+      // parametersJsonSchema is sent as written; the older `parameters` field is rewritten by the SDK.
+      ...(tools.length
+        ? {
+            tools: [
+              {
+                functionDeclarations: tools.map((tool) => ({
+                  name: tool.name,
+                  description: tool.description,
+                  parametersJsonSchema: tool.parameters,
+                })),
+              },
+            ],
+          }
+        : {}),
+      abortSignal: signal,
+    },
+  });
+  return fromResponse(response);
+}
+
+/** Neutral history → Gemini `contents`. System messages travel separately as systemInstruction. */
+export function toContents(messages: Message[]): Content[] {
+  const contents: Content[] = [];
+  // For each call id: the id Gemini itself gave the call, which its functionResponse must echo.
+  const geminiIds = new Map<string, string | undefined>();
+
+  for (const message of messages) {
+    if (message.role === 'system') continue;
+    if (message.role === 'user') {
+      contents.push({ role: 'user', parts: [{ text: message.content }] });
+    } else if (message.role === 'assistant') {
+      const content = toModelContent(message, geminiIds);
+      if (content) contents.push(content);
+    } else {
+      const part: Part = {
+        functionResponse: {
+          ...(geminiIds.get(message.tool_call_id) ? { id: geminiIds.get(message.tool_call_id) } : {}),
+          name: message.name,
+          response: toResponseObject(message.content),
+        },
+      };
+      // All results of one model step go in one user content; splitting them is a 400.
+      const last = contents.at(-1);
+      if (last?.role === 'user' && last.parts?.every((p) => p.functionResponse)) last.parts.push(part);
+      else contents.push({ role: 'user', parts: [part] });
+    }
+  }
+  return contents;
+}
+
+function toModelContent(message: AssistantMessage, geminiIds: Map<string, string | undefined>): Content | undefined {
+  const calls = message.tool_calls ?? [];
+  if (message.provider_raw?.provider === 'gemini') {
+    // Gemini's own content goes back untouched: same parts, same order, signatures where they were.
+    const raw = message.provider_raw.message as Content;
+    const rawCalls = (raw.parts ?? []).filter((part) => part.functionCall);
+    calls.forEach((call, i) => geminiIds.set(call.id, rawCalls[i]?.functionCall?.id));
+    return { ...raw, role: 'model' };
+  }
+  const parts: Part[] = [];
+  if (message.content) parts.push({ text: message.content });
+  calls.forEach((call, i) => {
+    geminiIds.set(call.id, undefined);
+    parts.push({
+      functionCall: { name: call.name, args: call.arguments },
+      // Only the first call of a step carries a signature, as Gemini itself does.
+      ...(i === 0 ? { thoughtSignature: DUMMY_THOUGHT_SIGNATURE } : {}),
+    });
+  });
+  // An empty reply has nothing to replay, and Gemini rejects a content with no parts.
+  return parts.length ? { role: 'model', parts } : undefined;
+}
+
+/** Gemini wants an object: results under `output`, failures under `error` (as its typings advise). */
+function toResponseObject(content: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(content);
+  } catch {
+    value = content;
+  }
+  if (isPlainObject(value) && Object.keys(value).length === 1 && 'error' in value) return value;
+  return { output: value };
+}
+
+/** Reads the parts directly: the SDK's `.text` getter prints a warning whenever a reply has tool calls. */
+export function fromResponse(response: GenerateContentResponse): ChatResult {
+  const content = response.candidates?.[0]?.content;
+  const parts = content?.parts ?? [];
+  const text = parts
+    .filter((part) => typeof part.text === 'string' && !part.thought)
+    .map((part) => part.text)
+    .join('');
+  const toolCalls: ToolCall[] = parts
+    .filter((part) => part.functionCall)
+    .map((part) => {
+      const call = part.functionCall!;
+      const args = call.args ?? {};
+      return {
+        // Gemini often sends no id; ours stays with the call in the history from now on.
+        id: call.id ?? `call_${randomBytes(8).toString('hex')}`,
+        name: call.name ?? '',
+        arguments: isPlainObject(args) ? args : {},
+        ...(isPlainObject(args) ? {} : { arguments_error: 'The arguments were not a JSON object.' }),
+      };
+    });
+  const message: AssistantMessage = {
+    role: 'assistant',
+    content: text,
+    ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+    ...(content ? { provider_raw: { provider: 'gemini', message: content } } : {}),
+  };
+  const usage = response.usageMetadata;
+  return {
+    text,
+    tool_calls: toolCalls,
+    message,
+    usage: usage
+      ? {
+          input_tokens: usage.promptTokenCount ?? 0,
+          output_tokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+        }
+      : undefined,
+  };
+}
+
+export async function geminiEmbed(
+  settings: GeminiSettings,
+  texts: string[],
+  task: 'document' | 'query',
+  signal?: AbortSignal,
+): Promise<number[][]> {
+  const response = await client(settings).models.embedContent({
+    model: settings.embeddingModel,
+    contents: texts,
+    config: {
+      // Gemini embeds questions and documents differently so that they meet in the middle.
+      taskType: task === 'query' ? 'RETRIEVAL_QUERY' : 'RETRIEVAL_DOCUMENT',
+      outputDimensionality: GEMINI_EMBEDDING_DIMENSIONS,
+      abortSignal: signal,
+    },
+  });
+  const vectors = (response.embeddings ?? []).map((embedding) => embedding.values ?? []);
+  if (vectors.length !== texts.length || vectors.some((v) => v.length === 0)) {
+    throw new ProviderError({
+      provider: 'Gemini',
+      kind: 'other',
+      message: `Gemini returned ${vectors.length} embeddings for ${texts.length} texts.`,
+    });
+  }
+  return vectors;
+}
+
+/** Any failure from the Gemini SDK → a ProviderError with a sentence a learner can act on. */
+export function geminiError(error: unknown, settings: GeminiSettings): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const provider = 'Gemini';
+  if (error instanceof Error && error.name === 'AbortError') {
+    return new ProviderError({ provider, kind: 'aborted', message: 'The request to Gemini was cancelled.', cause: error });
+  }
+  if (!(error instanceof ApiError)) {
+    // fetch failed: no HTTP answer at all.
+    const code = (error as { cause?: { code?: string } })?.cause?.code ?? (error as Error)?.message;
+    return new ProviderError({
+      provider,
+      kind: 'connection',
+      message: `Could not reach Gemini${settings.baseUrl ? ` at ${settings.baseUrl}` : ''} (${code}). Check your connection${settings.baseUrl ? ' and GEMINI_BASE_URL' : ''}.`,
+      cause: error,
+    });
+  }
+
+  // The SDK puts the whole JSON error body in the message.
+  const body = parseJson(error.message) as { error?: GoogleErrorBody } | undefined;
+  const details = body?.error?.details ?? [];
+  const text = firstLine(body?.error?.message ?? error.message);
+  const status = error.status;
+  let kind = kindForStatus(status);
+  const retryDelay = details.find((d) => d['@type']?.endsWith('RetryInfo'))?.retryDelay;
+  const quotaIds = details.flatMap((d) => d.violations ?? []).map((v) => v.quotaId ?? '');
+
+  let message = `Gemini answered ${status}: ${text}`;
+  if (status === 429 && quotaIds.some((id) => /PerDay/i.test(id))) {
+    kind = 'quota';
+    message = `Gemini's daily quota for ${settings.model} is used up (429). Retrying will not help until it resets; try tomorrow, another model (GEMINI_MODEL) or another key.`;
+  } else if (kind === 'auth' || /API key not valid|API_KEY_INVALID/i.test(text)) {
+    kind = 'auth';
+    message = `Gemini rejected the API key (${status}). Check GEMINI_API_KEY in .env (get one at https://aistudio.google.com/apikey).`;
+  } else if (status === 404) {
+    message = `Gemini does not know the model in use (404: ${text}). Check GEMINI_MODEL and GEMINI_EMBEDDING_MODEL in .env.`;
+  } else if (status === 429) {
+    message = `Gemini's rate limit was reached (429): ${text}`;
+  }
+  return new ProviderError({ provider, kind, status, message, retryAfterMs: parseGoogleDuration(retryDelay), cause: error });
+}
+
+interface GoogleErrorBody {
+  code?: number;
+  message?: string;
+  status?: string;
+  details?: Array<{ '@type'?: string; retryDelay?: string; violations?: Array<{ quotaId?: string }> }>;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

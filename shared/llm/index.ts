@@ -1,0 +1,56 @@
+// The provider layer's front door: one call for chat, one for embeddings, whichever provider .env chooses.
+import { llmSettings } from '../config.ts';
+import { geminiChat, geminiEmbed, geminiError } from './gemini.ts';
+import type { ChatOptions, ChatResult, Message, ToolDefinition } from './messages.ts';
+import { openaiChat, openaiEmbed, openaiError } from './openai.ts';
+import { withRetries } from './retry.ts';
+
+export * from './messages.ts';
+export { ProviderError, type ProviderErrorKind } from './errors.ts';
+export { describeRetry } from './retry.ts';
+
+/** "Gemini" or "OpenAI", for messages and traces. */
+export function providerLabel(): string {
+  return llmSettings().provider === 'gemini' ? 'Gemini' : 'OpenAI';
+}
+
+/**
+ * Sends the conversation (and the tools the model may ask for) and returns the model's reply.
+ * Every chapter uses this one call. Failures arrive as a ProviderError after our retry policy.
+ */
+export async function chatWithTools(
+  messages: Message[],
+  tools: ToolDefinition[] = [],
+  options: ChatOptions = {},
+): Promise<ChatResult> {
+  const settings = llmSettings();
+  if (settings.provider === 'gemini') {
+    return withRetries('Gemini', () => geminiChat(settings, messages, tools, options.signal), (e) => geminiError(e, settings), options);
+  }
+  return withRetries(
+    settings.baseUrl ? 'the OpenAI-compatible server' : 'OpenAI',
+    () => openaiChat(settings, messages, tools, options.signal),
+    (e) => openaiError(e, settings),
+    options,
+  );
+}
+
+/** The embedding model in use, or undefined when the provider has none configured. */
+export function embeddingModel(): string | undefined {
+  return llmSettings().embeddingModel;
+}
+
+/**
+ * Turns texts into vectors. `task` matters to Gemini, which embeds questions and documents differently;
+ * OpenAI ignores it.
+ */
+export async function embed(texts: string[], task: 'document' | 'query', options: ChatOptions = {}): Promise<number[][]> {
+  const settings = llmSettings();
+  if (settings.provider === 'gemini') {
+    return withRetries('Gemini', () => geminiEmbed(settings, texts, task, options.signal), (e) => geminiError(e, settings), options);
+  }
+  if (!settings.embeddingModel) {
+    throw new Error('No embedding model is configured: set OPENAI_EMBEDDING_MODEL in .env.');
+  }
+  return withRetries('OpenAI', () => openaiEmbed(settings, texts, options.signal), (e) => openaiError(e, settings), options);
+}

@@ -1,0 +1,49 @@
+// Gives each test file its own scratch database, so tests never touch DB_NAME and can run in parallel.
+import { randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import { connectionOptions, closePool } from '../db.ts';
+
+export interface ScratchDatabase {
+  name: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * Creates an empty database with a unique name and points this process at it (DB_NAME), so the part's
+ * own code — setup, tools, memory — runs against it unchanged. Subprocesses get it via `env()`.
+ */
+export async function createScratchDatabase(): Promise<ScratchDatabase> {
+  const name = `nimbus_test_${randomBytes(5).toString('hex')}`;
+  const admin = await mysql.createConnection(connectionOptions());
+  try {
+    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  } finally {
+    await admin.end();
+  }
+  await closePool(); // the next query opens a pool on the new database
+  process.env.DB_NAME = name;
+  return {
+    name,
+    async drop() {
+      await closePool();
+      const connection = await mysql.createConnection(connectionOptions());
+      try {
+        await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      } finally {
+        await connection.end();
+      }
+    },
+  };
+}
+
+/** Can we reach the MySQL server from DB_* settings? Returns undefined when yes, else the reason. */
+export async function databaseProblem(): Promise<string | undefined> {
+  try {
+    const connection = await mysql.createConnection({ ...connectionOptions(), connectTimeout: 3000 });
+    await connection.end();
+    return undefined;
+  } catch (error) {
+    const e = error as { code?: string; message?: string };
+    return e.code ?? e.message ?? String(error);
+  }
+}

@@ -1,0 +1,66 @@
+// Settings errors are one sentence naming the variable and the fix.
+import { beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError, dbSettings, llmSettings } from '../config.ts';
+
+beforeEach(() => {
+  for (const name of ['LLM_PROVIDER', 'GEMINI_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_REASONING_EFFORT', 'GEMINI_BASE_URL']) {
+    process.env[name] = '';
+  }
+});
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('llmSettings', () => {
+  it('defaults to Gemini and asks for its key, with where to get one', () => {
+    const error = configError(llmSettings);
+    expect(error.message).toBe(
+      'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env',
+    );
+  });
+
+  it('uses the default models when only a key is set', () => {
+    process.env.GEMINI_API_KEY = 'k';
+    process.env.GEMINI_MODEL = '';
+    expect(llmSettings()).toMatchObject({ provider: 'gemini', model: 'gemini-flash-latest', embeddingModel: 'gemini-embedding-001' });
+  });
+
+  it('rejects an unknown provider by name', () => {
+    process.env.LLM_PROVIDER = 'claude';
+    expect(configError(llmSettings).message).toBe('LLM_PROVIDER must be "gemini" or "openai" (it is "claude"). Fix it in .env.');
+  });
+
+  it('asks for an OpenAI key, unless a custom server is configured', () => {
+    process.env.LLM_PROVIDER = 'openai';
+    expect(configError(llmSettings).message).toMatch(/^OPENAI_API_KEY is not set\. .*platform\.openai\.com/);
+    process.env.OPENAI_BASE_URL = 'http://localhost:11434/v1';
+    expect(llmSettings()).toMatchObject({ provider: 'openai', baseUrl: 'http://localhost:11434/v1', embeddingModel: undefined });
+  });
+
+  it('rejects a malformed base URL and an unknown reasoning effort', () => {
+    process.env.LLM_PROVIDER = 'openai';
+    process.env.OPENAI_API_KEY = 'k';
+    process.env.OPENAI_BASE_URL = 'localhost:11434';
+    expect(configError(llmSettings).message).toMatch(/^OPENAI_BASE_URL must be a URL/);
+    process.env.OPENAI_BASE_URL = '';
+    process.env.OPENAI_REASONING_EFFORT = 'maximum';
+    expect(configError(llmSettings).message).toMatch(/^OPENAI_REASONING_EFFORT must be one of none, minimal/);
+  });
+});
+
+describe('dbSettings', () => {
+  it('rejects a port that is not a number and a database name that is not safe in SQL', () => {
+    process.env.DB_PORT = 'abc';
+    expect(configError(dbSettings).message).toMatch(/^DB_PORT must be a port number/);
+    process.env.DB_PORT = '3306';
+    process.env.DB_NAME = 'nimbus; DROP DATABASE x';
+    expect(configError(dbSettings).message).toMatch(/^DB_NAME may only contain letters/);
+  });
+});
