@@ -1,11 +1,12 @@
 // Part 1 end to end: ask.ts runs as a subprocess, the way a learner runs it, against the fake provider.
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT_DIR } from '../../shared/config.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 
-const SCRIPT = 'part-01/ask.ts';
+// This part's own ask.ts, found from this file, so the test always runs the code beside it.
+const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
 let fake: FakeProvider;
 
 beforeAll(async () => {
@@ -17,7 +18,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
   it('sends the system prompt and the question, and prints the answer', async () => {
     fake.reply({ text: 'Hi! I am Nimbus. I cannot look up orders yet.' });
     // Run from inside part-01, as the README shows: paths must not depend on the working directory.
-    const result = await runScript(SCRIPT, ['What can you do?'], { env: fake.env(provider), cwd: path.join(ROOT_DIR, 'part-01') });
+    const result = await runScript(SCRIPT, ['What can you do?'], { env: fake.env(provider), cwd: path.dirname(SCRIPT) });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toBe('Hi! I am Nimbus. I cannot look up orders yet.\n');
