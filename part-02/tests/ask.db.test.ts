@@ -39,7 +39,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
     expect(result.stderr).toContain('→ get_order_status({"order_id":1042})');
     expect(result.stderr).toMatch(/← \{"order_id":1042,"status":"shipped",/);
     const [first, second] = fake.chats().slice(-2);
-    expect(first.view?.tools).toEqual(['get_order_status']);
+    expect(first.view?.tools).toContain('get_order_status');
     expect(second.status).toBe(200);
   });
 });

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { setupDatabase, SQL_FILES } from '../setup-database.ts';
 
 let db: ScratchDatabase;
 const log: string[] = [];
@@ -32,8 +32,7 @@ describe('setup', () => {
   it('says what it did', () => {
     expect(log).toEqual([
       `Database "${db.name}" is ready.`,
-      expect.stringMatching(/^Applied schema\.sql \(\d+ statements\)\.$/),
-      expect.stringMatching(/^Applied seed\.sql \(\d+ statements\)\.$/),
+      ...SQL_FILES.map((file) => expect.stringMatching(new RegExp(`^Applied ${file} \\(\\d+ statements\\)\\.$`))),
     ]);
   });
 
