@@ -1,0 +1,85 @@
+// Gives every help-center chunk an embedding, in batches, resuming where an earlier run stopped.
+import { query, withTransaction } from '../shared/db.ts';
+import { embed, embeddingModel } from '../shared/llm/index.ts';
+
+/** Chunks per embedding request: few requests, each small enough to retry cheaply. */
+export const BATCH_SIZE = 16;
+
+/** No vector yet, or one from another model. (<=> is equality that treats NULL as a value.) */
+const NEEDS_EMBEDDING = 'c.embedding IS NULL OR NOT (c.embedding_model <=> ?)';
+
+export interface IndexProgress {
+  done: number;
+  total: number;
+}
+
+export interface IndexOptions {
+  batchSize?: number;
+  onProgress?: (progress: IndexProgress) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Embeds every chunk that has no embedding from the current model (new chunks, changed chunks,
+ * or chunks embedded with another model). Each batch is saved as it completes, so an interrupted
+ * run loses at most one batch and the next run continues from there. Returns how many it embedded.
+ */
+export async function buildIndex(options: IndexOptions = {}): Promise<IndexProgress> {
+  const model = embeddingModel();
+  if (!model) throw new Error('No embedding model is configured.');
+  const batchSize = options.batchSize ?? BATCH_SIZE;
+  const [count] = await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM help_chunks c WHERE ${NEEDS_EMBEDDING}`, [model]);
+  const progress = { done: 0, total: count.n };
+  options.onProgress?.(progress);
+
+  while (progress.done < progress.total && !options.signal?.aborted) {
+    const batch = await query<Array<{ id: number; title: string; text: string }>>(
+      `SELECT c.id, a.title, c.text FROM help_chunks c JOIN help_articles a ON a.id = c.article_id
+        WHERE ${NEEDS_EMBEDDING} ORDER BY c.id LIMIT ?`,
+      [model, batchSize],
+    );
+    if (batch.length === 0) break;
+    // The article title travels with each chunk: "Refunds… / How to request a refund" says more than the paragraph alone.
+    const vectors = await embed(
+      batch.map((chunk) => `${chunk.title}\n${chunk.text}`),
+      'document',
+      { signal: options.signal },
+    );
+    await withTransaction(async (db) => {
+      for (const [i, chunk] of batch.entries()) {
+        const vector = normalise(vectors[i]);
+        await db.query('UPDATE help_chunks SET embedding = ?, embedding_model = ?, dimensions = ? WHERE id = ?', [
+          toBlob(vector),
+          model,
+          vector.length,
+          chunk.id,
+        ]);
+      }
+    });
+    progress.done += batch.length;
+    options.onProgress?.(progress);
+  }
+  return progress;
+}
+
+/**
+ * Scales a vector to length 1, once, at build time. Then the cosine similarity of two vectors is just
+ * their dot product, the cheapest comparison there is.
+ */
+export function normalise(vector: number[]): number[] {
+  const length = Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
+  return length === 0 ? vector : vector.map((x) => x / length);
+}
+
+/** Float32, little-endian: the same bytes on every machine. */
+export function toBlob(vector: number[]): Buffer {
+  const buffer = Buffer.alloc(vector.length * 4);
+  vector.forEach((x, i) => buffer.writeFloatLE(x, i * 4));
+  return buffer;
+}
+
+export function fromBlob(blob: Buffer): Float32Array {
+  const vector = new Float32Array(blob.length / 4);
+  for (let i = 0; i < vector.length; i++) vector[i] = blob.readFloatLE(i * 4);
+  return vector;
+}

@@ -1,0 +1,142 @@
+-- The store's tables: customers, products, orders and their items, support tickets, the help center,
+-- and the assistant's memory: conversations and their messages.
+-- Re-running this file starts from a clean slate: it drops its own tables, then creates them.
+-- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < schema.sql
+
+-- Other tables (added in later chapters) may point at these; switch the checks off just for the drop.
+SET FOREIGN_KEY_CHECKS = 0;
+DROP TABLE IF EXISTS messages;
+DROP TABLE IF EXISTS conversations;
+DROP TABLE IF EXISTS help_chunks;
+DROP TABLE IF EXISTS help_articles;
+DROP TABLE IF EXISTS tickets;
+DROP TABLE IF EXISTS order_items;
+DROP TABLE IF EXISTS orders;
+DROP TABLE IF EXISTS products;
+DROP TABLE IF EXISTS customers;
+SET FOREIGN_KEY_CHECKS = 1;
+
+-- utf8mb4 stores any character, emoji included; MySQL's old "utf8" stops at 3 bytes.
+CREATE TABLE customers (
+  id         INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  name       VARCHAR(100) NOT NULL,
+  email      VARCHAR(255) NOT NULL,
+  created_at DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_customers_email (email)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+CREATE TABLE products (
+  id    INT UNSIGNED  NOT NULL AUTO_INCREMENT,
+  sku   VARCHAR(32)   NOT NULL,
+  name  VARCHAR(200)  NOT NULL,
+  -- Money is DECIMAL: exact cents. FLOAT would turn 0.10 + 0.20 into 0.30000000000000004.
+  price DECIMAL(10,2) NOT NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_products_sku (sku),
+  CONSTRAINT chk_products_price CHECK (price >= 0)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+CREATE TABLE orders (
+  id            INT UNSIGNED  NOT NULL AUTO_INCREMENT,
+  customer_id   INT UNSIGNED  NOT NULL,
+  status        ENUM('pending', 'paid', 'shipped', 'delivered', 'cancelled', 'refunded') NOT NULL,
+  created_at    DATETIME      NOT NULL,
+  -- The purchase date: payment confirmed. NULL while pending. The refund window counts from here.
+  paid_at       DATETIME      NULL,
+  shipped_at    DATETIME      NULL,
+  delivered_at  DATETIME      NULL,
+  shipping_cost DECIMAL(10,2) NOT NULL DEFAULT 0,
+  PRIMARY KEY (id),
+  -- "All orders of this customer, newest first" is the common question.
+  KEY idx_orders_customer (customer_id, created_at),
+  CONSTRAINT fk_orders_customer FOREIGN KEY (customer_id) REFERENCES customers (id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci AUTO_INCREMENT = 1001;
+
+CREATE TABLE order_items (
+  order_id   INT UNSIGNED      NOT NULL,
+  product_id INT UNSIGNED      NOT NULL,
+  quantity   SMALLINT UNSIGNED NOT NULL,
+  -- The price paid, copied at purchase time: a later price change must not rewrite old orders.
+  unit_price DECIMAL(10,2)     NOT NULL,
+  PRIMARY KEY (order_id, product_id),
+  KEY idx_order_items_product (product_id),
+  CONSTRAINT fk_order_items_order FOREIGN KEY (order_id) REFERENCES orders (id) ON DELETE CASCADE,
+  CONSTRAINT fk_order_items_product FOREIGN KEY (product_id) REFERENCES products (id),
+  CONSTRAINT chk_order_items_quantity CHECK (quantity > 0)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+-- Requests for a person: refunds, damaged items, anything the assistant cannot settle itself.
+CREATE TABLE tickets (
+  id         INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  category   ENUM('refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty',
+                  'billing', 'account', 'other') NOT NULL,
+  -- Written by the model from the customer's words: any text, so TEXT in utf8mb4.
+  summary    TEXT         NOT NULL,
+  order_id   INT UNSIGNED NULL,
+  status     ENUM('open', 'in_progress', 'closed') NOT NULL DEFAULT 'open',
+  created_at DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  KEY idx_tickets_order (order_id),
+  CONSTRAINT fk_tickets_order FOREIGN KEY (order_id) REFERENCES orders (id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci AUTO_INCREMENT = 5001;
+
+-- One row per help-center article (a Markdown file). The hash of the file tells ingest whether
+-- anything changed since the last run.
+CREATE TABLE help_articles (
+  id           INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  slug         VARCHAR(100) NOT NULL,
+  title        VARCHAR(200) NOT NULL,
+  content_hash CHAR(64)     NOT NULL,
+  updated_at   DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_help_articles_slug (slug)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+-- Articles cut into passages small enough to search and to quote. Each passage has its own
+-- embedding: a vector of numbers that places texts with similar meaning close together.
+CREATE TABLE help_chunks (
+  id              INT UNSIGNED      NOT NULL AUTO_INCREMENT,
+  article_id      INT UNSIGNED      NOT NULL,
+  position        SMALLINT UNSIGNED NOT NULL,
+  text            TEXT              NOT NULL,
+  -- The hash of `text`: an unchanged passage keeps its embedding when its article is edited.
+  content_hash    CHAR(64)          NOT NULL,
+  -- 32-bit floats, packed: 4 bytes a number instead of ~20 as JSON text. NULL until indexed.
+  embedding       MEDIUMBLOB        NULL,
+  -- Which model made the vector: vectors from different models cannot be compared.
+  embedding_model VARCHAR(100)      NULL,
+  dimensions      SMALLINT UNSIGNED NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_help_chunks_position (article_id, position),
+  KEY idx_help_chunks_model (embedding_model),
+  -- Keyword search, for when no embedding model is available.
+  FULLTEXT KEY ft_help_chunks_text (text),
+  CONSTRAINT fk_help_chunks_article FOREIGN KEY (article_id) REFERENCES help_articles (id) ON DELETE CASCADE
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+-- One row per conversation. The id is 16 random bytes as 32 hex characters, never a counter:
+-- whoever knows an id can read that conversation, so ids must not be guessable.
+CREATE TABLE conversations (
+  id         CHAR(32)    CHARACTER SET ascii NOT NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  -- Bumped with every saved turn: retention ("not used for N days") is measured from here.
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id),
+  KEY idx_conversations_updated (updated_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+-- Every message of every conversation, in the neutral format, provider_raw included. The system
+-- prompt is never stored: it is added fresh to each request, so prompt changes reach old conversations.
+CREATE TABLE messages (
+  id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  conversation_id CHAR(32)        CHARACTER SET ascii NOT NULL,
+  role            ENUM('user', 'assistant', 'tool') NOT NULL,
+  -- The whole message. (MariaDB stores JSON as LONGTEXT; the code accepts a string or an object.)
+  data            JSON            NOT NULL,
+  created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id),
+  -- "This conversation's messages, newest first" is the one query memory makes.
+  KEY idx_messages_conversation (conversation_id, id),
+  CONSTRAINT fk_messages_conversation FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

@@ -1,0 +1,184 @@
+// The agent loop through the fake provider, for both providers, against a real database.
+import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { closePool } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER } from '../agent.ts';
+import { loadMessages, newConversation } from '../memory.ts';
+import { conversationTraceFile } from '../trace.ts';
+import { REPEATED_CALL_ERROR } from '../safe-run-tool.ts';
+import { setupDatabase } from '../setup-database.ts';
+
+let fake: FakeProvider;
+let db: ScratchDatabase;
+let conversation: string;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await setupDatabase(() => {});
+});
+afterAll(async () => {
+  await fake.close();
+  await db.drop();
+});
+afterEach(() => {
+  // Every reply we scripted was used, and the fake API accepted every request we sent except
+  // the errors we scripted on purpose: no call ever went out without its result.
+  expect(fake.pending()).toBe(0);
+  expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
+});
+
+const quiet = { quiet: true };
+const result = (view: { toolResults: Array<{ result: unknown }> }, i = 0) => view.toolResults[i].result as Record<string, any>;
+
+function readTrace(file: string) {
+  return readFileSync(file, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line));
+}
+
+describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
+  beforeEach(async () => {
+    Object.assign(process.env, fake.env(provider));
+    fake.requests.length = 0;
+    conversation = await newConversation();
+  });
+
+  it('works through a two-step task: look up, check eligibility, answer', async () => {
+    fake.reply(
+      { tool_calls: [{ name: 'list_customer_orders', arguments: { email: 'maya.patel@example.com' } }] },
+      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: result(view).orders[1].order_id } }] }),
+      (view) => ({ text: `Order ${result(view).order_id}: ${result(view).reason}` }),
+    );
+    const outcome = await runAgent('Can I return my headphones? My email is maya.patel@example.com', conversation, quiet);
+    expect(outcome).toMatchObject({
+      answer: 'Order 1043: Paid 20 days ago, outside the 14-day refund window.',
+      outcome: 'answered',
+      steps: 3,
+    });
+    expect(outcome.usage.input_tokens).toBeGreaterThan(0);
+    // The last request carried the whole history of the question: both calls and both results.
+    const last = fake.chats()[2].view!;
+    expect(last.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+  });
+
+  it('runs parallel calls of one step and sends all results back together', async () => {
+    fake.reply(
+      {
+        tool_calls: [
+          { name: 'get_order_status', arguments: { order_id: 1042 } },
+          { name: 'get_order_status', arguments: { order_id: 1043 } },
+        ],
+      },
+      (view) => ({ text: view.toolResults.map((r: any) => r.result.status).join(', ') }),
+    );
+    const outcome = await runAgent('Where are orders 1042 and 1043?', conversation, quiet);
+    expect(outcome).toMatchObject({ answer: 'shipped, delivered', steps: 2 });
+  });
+
+  it('stops at the step limit with a friendly answer', async () => {
+    fake.reply(...Array.from({ length: MAX_STEPS }, (_, i) => ({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }] })));
+    const outcome = await runAgent('Tell me everything', conversation, quiet);
+    expect(outcome).toMatchObject({ answer: STEP_LIMIT_ANSWER, outcome: 'step_limit', steps: MAX_STEPS });
+    expect(fake.chats()).toHaveLength(MAX_STEPS);
+    expect(readTrace(outcome.traceFile).map((e) => e.type)).toContain('step_limit');
+  });
+
+  it('refuses a third identical call, even with its arguments in another order', async () => {
+    const args = { category: 'refund', summary: 'Same again', order_id: 1042 };
+    const reordered = { order_id: 1042, summary: 'Same again', category: 'refund' };
+    fake.reply(
+      { tool_calls: [{ name: 'create_support_ticket', arguments: args }] },
+      { tool_calls: [{ name: 'create_support_ticket', arguments: args }] },
+      { tool_calls: [{ name: 'create_support_ticket', arguments: reordered }] },
+      (view) => ({ text: JSON.stringify(result(view)) }),
+    );
+    const outcome = await runAgent('Open a refund ticket for 1042', conversation, quiet);
+    expect(outcome.answer).toBe(JSON.stringify({ error: REPEATED_CALL_ERROR }));
+    const results = readTrace(outcome.traceFile).filter((e) => e.type === 'tool_result').map((e) => e.result);
+    expect(results[0]).toMatchObject({ created: true });
+    expect(results[1]).toMatchObject({ created: true });
+    expect(results[2]).toEqual({ error: REPEATED_CALL_ERROR });
+  });
+
+  it('answers an unknown tool with an error result and carries on', async () => {
+    fake.reply(
+      { tool_calls: [{ name: 'issue_refund_now', arguments: { order_id: 1042 } }] },
+      (view) => ({ text: `Tool said: ${result(view).error}` }),
+    );
+    const outcome = await runAgent('Refund 1042 now', conversation, quiet);
+    expect(outcome.answer).toMatch(/^Tool said: Unknown tool "issue_refund_now"/);
+    expect(outcome.outcome).toBe('answered');
+  });
+
+  it('turns a tool that throws (the database went away) into a result, and then saves nothing', async () => {
+    const port = process.env.DB_PORT;
+    fake.reply(
+      () => {
+        // The database goes away after the history was loaded, while the model is thinking.
+        void closePool();
+        process.env.DB_PORT = '9'; // nothing listens there: every query now fails
+        return { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
+      },
+      (view) => ({ text: `Sorry: ${result(view).error}` }),
+    );
+    try {
+      // The model still gets a result it can read…
+      await expect(runAgent('Where is 1042?', conversation, quiet)).rejects.toThrow(/^Cannot reach MySQL at .*:9/);
+      expect(fake.chats()[1].view?.toolResults[0].result).toEqual({
+        error: 'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
+      });
+    } finally {
+      await closePool();
+      process.env.DB_PORT = port ?? '';
+    }
+    // …and the turn, which could not be saved, left nothing behind.
+    const events = readTrace(conversationTraceFile(conversation));
+    expect(events.find((e) => e.type === 'tool_result').exception).toMatch(/^Cannot reach MySQL at .*:9/);
+    expect(await loadMessages(conversation)).toEqual([]);
+  });
+
+  it('gives a friendly answer when the provider fails mid-loop', async () => {
+    fake.reply(
+      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
+      { error: { status: 400, message: 'Request contains an invalid argument.' } },
+    );
+    const outcome = await runAgent('Where is 1042?', conversation, quiet);
+    expect(outcome).toMatchObject({ answer: API_ERROR_ANSWER, outcome: 'api_error', steps: 2 });
+    const error = readTrace(outcome.traceFile).find((e) => e.type === 'api_error');
+    expect(error).toMatchObject({ step: 2, status: 400, message: expect.stringContaining('Request contains an invalid argument.') });
+  });
+
+  it('stops with the provider\'s message when the key is wrong', async () => {
+    fake.reply({ error: { status: 401 } });
+    await expect(runAgent('Hello', conversation, quiet)).rejects.toThrow(provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/);
+  });
+
+  it('asks to rephrase when the final answer is empty', async () => {
+    fake.reply({ text: '   ' });
+    expect(await runAgent('Hmm', conversation, quiet)).toMatchObject({ answer: EMPTY_ANSWER, outcome: 'empty_answer', steps: 1 });
+  });
+
+  it('writes every event as one well-formed JSON line with a timestamp', async () => {
+    fake.reply(
+      { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
+      { text: 'Not eligible, sorry.' },
+    );
+    const outcome = await runAgent('Refund for 1043?', conversation, quiet);
+    const events = readTrace(outcome.traceFile);
+    expect(events.map((e) => e.type)).toEqual(['start', 'memory', 'tool_call', 'tool_result', 'final_answer', 'end']);
+    for (const event of events) {
+      expect(new Date(event.ts).toISOString()).toBe(event.ts);
+      expect(event.trace).toBe(events[0].trace);
+    }
+    expect(events[0]).toMatchObject({ question: 'Refund for 1043?', conversation_id: conversation });
+    expect(events[1]).toMatchObject({ messages: 0, chars: 2 });
+    expect(events[2]).toMatchObject({ step: 1, name: 'check_refund_eligibility', arguments: { order_id: 1043 }, ms: expect.any(Number) });
+    expect(events[3]).toMatchObject({ step: 1, result: { eligible: false } });
+    expect(events[4]).toMatchObject({ step: 2, ms: expect.any(Number) });
+    expect(events[5]).toMatchObject({ answer: 'Not eligible, sorry.', outcome: 'answered', steps: 2, tokens: outcome.usage });
+  });
+});

@@ -1,0 +1,141 @@
+// Turn-preserving context: hand-made edge cases, then hundreds of random conversations against a reference.
+import { describe, expect, it } from 'vitest';
+import type { Message } from '../../shared/llm/index.ts';
+import { buildContext, compactTurn, MEMORY_MAX_CHARS, MEMORY_RECENT_TURNS, splitIntoTurns } from '../context.ts';
+import { randomConversation } from './random-conversations.ts';
+
+const user = (content: string): Message => ({ role: 'user', content });
+const answer = (content: string): Message => ({ role: 'assistant', content, provider_raw: { provider: 'gemini', message: { parts: [{ text: content }] } } });
+const call = (id: string): Message => ({
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1043 } }],
+  provider_raw: { provider: 'openai', message: { tool_calls: [id] } },
+});
+const result = (id: string): Message => ({ role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"delivered"}' });
+const turn = (n: number, size = 10): Message[] => [user(`question ${n} ${'q'.repeat(size)}`), call(`c${n}`), result(`c${n}`), answer(`answer ${n}`)];
+
+describe('splitIntoTurns', () => {
+  it('starts a turn at each user message', () => {
+    expect(splitIntoTurns([...turn(1), ...turn(2)])).toEqual([turn(1), turn(2)]);
+  });
+
+  it('puts messages before the first user message in a turn of their own', () => {
+    const greeting = answer('Hi!');
+    expect(splitIntoTurns([greeting, ...turn(1)])).toEqual([[greeting], turn(1)]);
+  });
+
+  it('returns no turns for no messages', () => {
+    expect(splitIntoTurns([])).toEqual([]);
+  });
+});
+
+describe('compactTurn', () => {
+  it('keeps the question and the last answer with text, as plain messages', () => {
+    const t = [user('q'), answer('first thoughts'), call('c1'), result('c1'), answer('final'), { role: 'assistant', content: '  ' } as Message];
+    expect(compactTurn(t)).toEqual([user('q'), { role: 'assistant', content: 'final' }]);
+  });
+
+  it('keeps just the question when there is no answer', () => {
+    expect(compactTurn([user('q'), call('c1'), result('c1')])).toEqual([user('q')]);
+  });
+
+  it('keeps just the answer of a turn without a question', () => {
+    expect(compactTurn([answer('Welcome')])).toEqual([{ role: 'assistant', content: 'Welcome' }]);
+  });
+});
+
+describe('buildContext', () => {
+  it('handles an empty history', () => {
+    expect(buildContext([])).toEqual({ messages: [], chars: 2, full: 0, compacted: 0, dropped: 0 });
+  });
+
+  it('keeps a single turn whole', () => {
+    expect(buildContext(turn(1))).toMatchObject({ messages: turn(1), full: 1, compacted: 0, dropped: 0 });
+  });
+
+  it('keeps the last two turns whole and compacts the ones before', () => {
+    const context = buildContext([...turn(1), ...turn(2), ...turn(3)]);
+    expect(context.messages).toEqual([user(turn(1)[0].content as string), { role: 'assistant', content: 'answer 1' }, ...turn(2), ...turn(3)]);
+    expect(context).toMatchObject({ full: 2, compacted: 1, dropped: 0 });
+    expect(context.chars).toBe(JSON.stringify(splitIntoTurns(context.messages)).length);
+  });
+
+  it('keeps a turn larger than the budget when it is the only one left', () => {
+    const huge = turn(2, MEMORY_MAX_CHARS * 2);
+    const context = buildContext([...turn(1), ...huge]);
+    expect(context.messages).toEqual(huge);
+    expect(context).toMatchObject({ full: 1, dropped: 1 });
+    expect(context.chars).toBeGreaterThan(MEMORY_MAX_CHARS);
+  });
+
+  it('keeps a history of exactly the budget, and drops the oldest turn at one character more', () => {
+    const fill = (size: number) => [...turn(1), ...turn(2, size)];
+    const base = JSON.stringify(splitIntoTurns(fill(0))).length;
+    const exact = fill(MEMORY_MAX_CHARS - base);
+    expect(JSON.stringify(splitIntoTurns(exact)).length).toBe(MEMORY_MAX_CHARS);
+    expect(buildContext(exact)).toMatchObject({ chars: MEMORY_MAX_CHARS, full: 2, dropped: 0 });
+    expect(buildContext(fill(MEMORY_MAX_CHARS - base + 1))).toMatchObject({ full: 1, dropped: 1 });
+  });
+});
+
+/** The rules as written in the chapter, implemented the plain (quadratic) way. */
+function reference(messages: Message[]): Message[] {
+  const turns: Message[][] = [];
+  for (const m of messages) {
+    if (m.role === 'user' || turns.length === 0) turns.push([m]);
+    else turns[turns.length - 1].push(m);
+  }
+  let shaped = turns.map((t, i) => {
+    if (i >= turns.length - MEMORY_RECENT_TURNS) return t;
+    const out: Message[] = t[0].role === 'user' ? [t[0]] : [];
+    const answers = t.filter((m) => m.role === 'assistant' && m.content.trim() !== '');
+    if (answers.length) out.push({ role: 'assistant', content: answers[answers.length - 1].content as string });
+    return out;
+  });
+  while (JSON.stringify(shaped).length > MEMORY_MAX_CHARS && shaped.length > 1) shaped = shaped.slice(1);
+  return shaped.flat();
+}
+
+describe('buildContext on 400 random conversations', () => {
+  const seeds = Array.from({ length: 400 }, (_, i) => i + 1);
+
+  it('matches the reference and keeps every invariant', () => {
+    const seen = { compacted: 0, dropped: 0, overBudgetAlone: 0, leadingNonUser: 0 };
+    for (const seed of seeds) {
+      const messages = randomConversation(seed, { maxTurns: seed % 4 === 0 ? 120 : 25 });
+      const context = buildContext(messages);
+      expect(context.messages, `seed ${seed}`).toEqual(reference(messages));
+
+      // No call without its result, no result without its call.
+      const calls = new Set<string>();
+      const results = new Set<string>();
+      for (const m of context.messages) {
+        if (m.role === 'assistant') m.tool_calls?.forEach((c) => calls.add(c.id));
+        if (m.role === 'tool') results.add(m.tool_call_id);
+      }
+      expect([...calls].sort(), `seed ${seed}`).toEqual([...results].sort());
+
+      // The newest turns arrive verbatim (provider_raw and all).
+      const input = splitIntoTurns(messages);
+      const output = splitIntoTurns(context.messages);
+      const recent = Math.min(MEMORY_RECENT_TURNS, output.length);
+      expect(output.slice(-recent), `seed ${seed}`).toEqual(input.slice(-recent));
+
+      // Within budget, unless a single turn is all that is left; and the size is measured as promised.
+      expect(context.chars).toBe(JSON.stringify(output).length);
+      if (output.length > 1) expect(context.chars, `seed ${seed}`).toBeLessThanOrEqual(MEMORY_MAX_CHARS);
+      expect(context.full + context.compacted + context.dropped).toBe(input.length);
+
+      if (context.compacted) seen.compacted++;
+      if (context.dropped) seen.dropped++;
+      if (context.chars > MEMORY_MAX_CHARS) seen.overBudgetAlone++;
+      if (messages[0].role !== 'user') seen.leadingNonUser++;
+    }
+    // The random corpus really exercises every rule (otherwise the checks above prove little).
+    expect(seen.compacted).toBeGreaterThan(100);
+    expect(seen.dropped).toBeGreaterThan(50);
+    expect(seen.overBudgetAlone).toBeGreaterThan(5);
+    expect(seen.leadingNonUser).toBeGreaterThan(20);
+  });
+});

@@ -1,0 +1,120 @@
+// Building the index and searching it, with the fake provider's deterministic embeddings.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { query } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { buildIndex, fromBlob } from '../embedding-index.ts';
+import { searchHelpCenter } from '../search-help.ts';
+import { setupDatabase } from '../setup-database.ts';
+import { runTool } from '../tools.ts';
+
+let fake: FakeProvider;
+let db: ScratchDatabase;
+let chunkCount: number;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await setupDatabase(() => {}); // no provider yet: the help center is loaded but not embedded
+  const [row] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM help_chunks');
+  chunkCount = row.n;
+});
+afterAll(async () => {
+  await fake.close();
+  await db.drop();
+});
+
+/** How many texts the fake provider was asked to embed (one request carries a batch). */
+const embeddedTexts = () =>
+  fake.requests
+    .filter((r) => r.kind === 'embed')
+    .reduce((sum, r) => sum + (r.provider === 'gemini' ? r.body.requests.length : r.body.input.length), 0);
+
+describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => {
+  beforeAll(async () => {
+    Object.assign(process.env, fake.env(provider), provider === 'openai' ? { OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding' } : {});
+  });
+  beforeEach(() => {
+    fake.requests.length = 0;
+  });
+
+  it('resumes an interrupted run where it stopped, then a further run embeds nothing', async () => {
+    const controller = new AbortController();
+    const first = await buildIndex({
+      batchSize: 10,
+      signal: controller.signal,
+      onProgress: ({ done }) => done >= 20 && controller.abort(), // "Ctrl-C" after two batches
+    });
+    expect(first).toEqual({ done: 20, total: chunkCount });
+    expect(embeddedTexts()).toBe(20);
+
+    fake.requests.length = 0;
+    const second = await buildIndex({ batchSize: 10 });
+    expect(second).toEqual({ done: chunkCount - 20, total: chunkCount - 20 });
+    expect(embeddedTexts()).toBe(chunkCount - 20);
+
+    fake.requests.length = 0;
+    expect(await buildIndex()).toEqual({ done: 0, total: 0 });
+    expect(embeddedTexts()).toBe(0);
+  });
+
+  it('stores one normalised vector per chunk, labelled with its model', async () => {
+    const rows = await query<Array<{ embedding: Buffer; embedding_model: string; dimensions: number }>>(
+      'SELECT embedding, embedding_model, dimensions FROM help_chunks',
+    );
+    expect(rows).toHaveLength(chunkCount);
+    for (const row of rows) {
+      const vector = fromBlob(row.embedding);
+      expect(vector.length).toBe(row.dimensions);
+      expect(Math.sqrt(vector.reduce((s, x) => s + x * x, 0))).toBeCloseTo(1, 5);
+      expect(row.embedding_model).toBe(provider === 'gemini' ? 'fake-embedding-001' : 'fake-openai-embedding');
+    }
+  });
+
+  // Written before looking at any score: a customer's wording, and the article that answers it.
+  it.each([
+    ['How long do I have to ask for my money back?', 'refunds'],
+    ['The box arrived crushed and the screen is cracked, what do I do?', 'damaged-or-missing-items'],
+    ['How much does express delivery cost?', 'shipping-times-and-costs'],
+    ["I forgot my password and can't sign in", 'account-and-password'],
+    ['Do you ship to Canada, and will I pay import duties?', 'international-shipping'],
+    ['Can I still cancel my order before it ships?', 'changing-or-cancelling-an-order'],
+    ['My headphones stopped working after five months, is that covered?', 'warranty'],
+    ['Can I pay with PayPal or Apple Pay?', 'payment-methods'],
+    ['How should I store my power bank so the battery lasts?', 'product-care'],
+    ['The price dropped two days after I bought it', 'price-changes'],
+    ['Does my gift card expire?', 'gift-cards-and-promo-codes'],
+    ['How long do you keep my chat conversations?', 'privacy-and-your-data'],
+  ])('finds the right article for "%s"', async (question, slug) => {
+    const found = await searchHelpCenter(question);
+    expect(found.method).toBe('embeddings');
+    const [article] = await query<Array<{ title: string }>>('SELECT title FROM help_articles WHERE slug = ?', [slug]);
+    expect(found.results[0].article).toBe(article.title);
+    expect(found.results.length).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('keyword fallback', () => {
+  it('uses MySQL FULLTEXT when no embedding model is configured', async () => {
+    Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' }); // a local server without one
+    fake.requests.length = 0;
+    const found = await searchHelpCenter('gift card expire');
+    expect(found.method).toBe('fulltext');
+    expect(found.results[0].article).toMatch(/Gift Cards/i);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('uses MySQL FULLTEXT when the index was built with another model', async () => {
+    Object.assign(process.env, fake.env('gemini'), { GEMINI_EMBEDDING_MODEL: 'a-model-nothing-was-indexed-with' });
+    const found = await searchHelpCenter('express shipping cost');
+    expect(found.method).toBe('fulltext');
+    expect(found.results[0].article).toMatch(/Shipping/i);
+  });
+
+  it('says so through the tool when nothing matches', async () => {
+    Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' });
+    const result = await runTool({ id: 'c', name: 'search_help_center', arguments: { query: 'zxqv' } });
+    expect(result).toEqual({ method: 'fulltext', results: [], note: 'Nothing relevant found in the help center.' });
+    expect((await runTool({ id: 'c', name: 'search_help_center', arguments: { query: ' ' } })).error).toBe('query must be a non-empty text.');
+  });
+});

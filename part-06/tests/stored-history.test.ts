@@ -1,0 +1,68 @@
+// Reading stored rows defensively: damaged pieces are left out and named, the rest is kept in order.
+import { describe, expect, it } from 'vitest';
+import { readHistory, type StoredRow } from '../stored-history.ts';
+
+const row = (id: number, data: unknown, role?: string): StoredRow => ({
+  id,
+  role: role ?? (typeof data === 'object' && data && 'role' in data ? String((data as { role: string }).role) : 'user'),
+  data,
+});
+const user = (id: number, content = 'Hi') => row(id, { role: 'user', content });
+const calls = (id: number, ...ids: string[]) =>
+  row(id, { role: 'assistant', content: '', tool_calls: ids.map((c) => ({ id: c, name: 'get_order_status', arguments: { order_id: 1 } })) });
+const result = (id: number, callId: string) => row(id, { role: 'tool', tool_call_id: callId, name: 'get_order_status', content: '{}' });
+const answer = (id: number) => row(id, { role: 'assistant', content: 'Done.' });
+
+describe('readHistory', () => {
+  it('keeps a healthy history unchanged, whether the driver gave objects or strings', () => {
+    const rows = [user(1), calls(2, 'a', 'b'), result(3, 'a'), result(4, 'b'), answer(5)];
+    const asStrings = rows.map((r) => ({ ...r, data: JSON.stringify(r.data) }));
+    for (const input of [rows, asStrings]) {
+      const history = readHistory(input);
+      expect(history.damaged).toEqual([]);
+      expect(history.ids).toEqual([1, 2, 3, 4, 5]);
+      expect(history.messages).toEqual(rows.map((r) => r.data));
+    }
+  });
+
+  it('leaves out a tool call without its result, with the results it did get', () => {
+    const history = readHistory([user(1), calls(2, 'a', 'b'), result(3, 'a'), answer(4), user(5)]);
+    expect(history.ids).toEqual([1, 4, 5]);
+    expect(history.damaged).toEqual([
+      { id: 2, reason: 'tool call without its result' },
+      { id: 3, reason: 'result of a tool call left out' },
+    ]);
+  });
+
+  it('leaves out results without their call, including duplicates and results after a user message', () => {
+    const history = readHistory([user(1), calls(2, 'a'), result(3, 'a'), result(4, 'a'), result(5, 'zzz'), user(6), result(7, 'a')]);
+    expect(history.ids).toEqual([1, 2, 3, 6]);
+    expect(history.damaged.map((d) => [d.id, d.reason])).toEqual([
+      [4, 'tool result without its call'],
+      [5, 'tool result without its call'],
+      [7, 'tool result without its call'],
+    ]);
+  });
+
+  it('leaves out invalid JSON, unknown roles and malformed messages', () => {
+    const history = readHistory([
+      user(1),
+      { id: 2, role: 'assistant', data: '{"role":"assistant","content":' },
+      row(3, { role: 'function', content: 'x' }, 'tool'),
+      row(4, { role: 'assistant', content: 'x' }, 'user'),
+      row(5, { role: 'assistant', content: 42 }),
+      row(6, { role: 'assistant', content: '', tool_calls: [{ id: 'a', name: 'x', arguments: '{"not":"an object"}' }] }),
+      row(7, [1, 2, 3], 'user'),
+      answer(8),
+    ]);
+    expect(history.ids).toEqual([1, 8]);
+    expect(history.damaged).toEqual([
+      { id: 2, reason: 'invalid JSON' },
+      { id: 3, reason: 'unknown role "function"' },
+      { id: 4, reason: 'role column "user" does not match the message\'s role "assistant"' },
+      { id: 5, reason: 'malformed assistant message' },
+      { id: 6, reason: 'malformed assistant message' },
+      { id: 7, reason: 'not a message object' },
+    ]);
+  });
+});

@@ -1,0 +1,74 @@
+// get_order_status against a real database: happy path, not found, bad arguments, hostile input.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { setupDatabase } from '../setup-database.ts';
+import { runTool, TOOL_DEFINITIONS } from '../tools.ts';
+
+let db: ScratchDatabase;
+beforeAll(async () => {
+  db = await createScratchDatabase();
+  await setupDatabase(() => {});
+});
+afterAll(() => db.drop());
+
+const call = (name: string, args: Record<string, unknown>, argumentsError?: string) =>
+  runTool({ id: 'call_test', name, arguments: args, ...(argumentsError ? { arguments_error: argumentsError } : {}) });
+
+describe('get_order_status', () => {
+  it('is offered to the model with a JSON Schema for its argument', () => {
+    expect(TOOL_DEFINITIONS.map((t) => t.name)).toContain('get_order_status');
+    const definition = TOOL_DEFINITIONS.find((t) => t.name === 'get_order_status')!;
+    expect(definition.parameters.required).toEqual(['order_id']);
+  });
+
+  it('returns status, dates, items and total for an order', async () => {
+    const result = await call('get_order_status', { order_id: 1042 });
+    expect(result).toMatchObject({
+      order_id: 1042,
+      status: 'shipped',
+      delivered_on: null,
+      items: [
+        { product: '65W USB-C Charger', quantity: 1, unit_price: 39.9 },
+        { product: 'Power Bank 20,000 mAh', quantity: 1, unit_price: 45 },
+      ],
+      shipping: 0,
+      total: 84.9,
+      currency: 'USD',
+    });
+    expect(result.paid_on).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+  });
+
+  it('adds shipping to the total for small orders', async () => {
+    expect(await call('get_order_status', { order_id: 1036 })).toMatchObject({ shipping: 4.99, total: 49.99 });
+  });
+
+  it('reports an unknown order as a result, not an exception', async () => {
+    expect(await call('get_order_status', { order_id: 9999 })).toEqual({ error: 'Order 9999 not found' });
+  });
+
+  it('accepts a number written as a string', async () => {
+    expect(await call('get_order_status', { order_id: '1043' })).toMatchObject({ order_id: 1043, status: 'delivered' });
+  });
+
+  it.each([[{ order_id: 'abc' }], [{ order_id: -5 }], [{ order_id: 10.5 }], [{}], [{ order_id: '1043; DROP TABLE orders' }]])(
+    'refuses bad arguments %j with an error the model can read',
+    async (args) => {
+      const result = await call('get_order_status', args);
+      expect(result.error).toMatch(/^order_id must be a positive whole number, e\.g\. 1043 \(got .*\)\.$/);
+    },
+  );
+
+  it('leaves the database untouched by SQL in the arguments', async () => {
+    await call('get_order_status', { order_id: "1 OR 1=1; DROP TABLE orders; --" });
+    const [row] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM orders');
+    expect(row.n).toBe(20);
+  });
+
+  it('reports unknown tools and malformed arguments as results', async () => {
+    expect((await call('delete_everything', {})).error).toMatch(/^Unknown tool "delete_everything"\. Available: get_order_status/);
+    expect(await call('get_order_status', {}, 'The arguments were not a valid JSON object: {"order_id": 10')).toEqual({
+      error: 'The arguments were not a valid JSON object: {"order_id": 10',
+    });
+  });
+});

@@ -1,0 +1,255 @@
+// The tools Nimbus may use: what the model is told about each one, and the code that runs it.
+import { query } from '../shared/db.ts';
+import type { ToolCall, ToolDefinition } from '../shared/llm/index.ts';
+import { searchHelpCenter } from './search-help.ts';
+
+/** Every result is a small JSON object. Failures are results too: `{ error }` is something the model can read. */
+export type ToolResult = Record<string, unknown>;
+
+interface Tool {
+  definition: ToolDefinition;
+  run(args: Record<string, unknown>): Promise<ToolResult>;
+}
+
+/** Thrown by argument checks; turned into an `{ error }` result by runTool. */
+class ArgumentError extends Error {}
+
+// ---------------------------------------------------------------------------------------------------
+// get_order_status
+
+const getOrderStatus: Tool = {
+  definition: {
+    name: 'get_order_status',
+    description:
+      'Look up one order by its order number: status (pending, paid, shipped, delivered, cancelled, refunded), ' +
+      'dates, items and total. Use it for any question about a specific order. Never guess an order number.',
+    parameters: {
+      type: 'object',
+      properties: { order_id: { type: 'integer', description: 'The order number, e.g. 1043.' } },
+      required: ['order_id'],
+      additionalProperties: false,
+    },
+  },
+  async run(args) {
+    const orderId = positiveInteger(args.order_id, 'order_id');
+    // Placeholders (?) send the value separately from the SQL, so no input can change the query.
+    const orders = await query<OrderRow[]>(
+      `SELECT id, status, shipping_cost,
+              DATE_FORMAT(created_at, '%Y-%m-%d') AS placed_on,
+              DATE_FORMAT(paid_at, '%Y-%m-%d') AS paid_on,
+              DATE_FORMAT(shipped_at, '%Y-%m-%d') AS shipped_on,
+              DATE_FORMAT(delivered_at, '%Y-%m-%d') AS delivered_on
+         FROM orders WHERE id = ?`,
+      [orderId],
+    );
+    if (orders.length === 0) return { error: `Order ${orderId} not found` };
+    const order = orders[0];
+    const items = await query<ItemRow[]>(
+      `SELECT p.name AS product, i.quantity, i.unit_price
+         FROM order_items i JOIN products p ON p.id = i.product_id
+        WHERE i.order_id = ? ORDER BY p.name`,
+      [orderId],
+    );
+    const subtotal = items.reduce((sum, item) => sum + item.quantity * item.unit_price, 0);
+    return {
+      order_id: order.id,
+      status: order.status,
+      placed_on: order.placed_on,
+      paid_on: order.paid_on,
+      shipped_on: order.shipped_on,
+      delivered_on: order.delivered_on,
+      items,
+      shipping: order.shipping_cost,
+      // Work in cents so that 39.90 + 45.00 is exactly 84.90.
+      total: Math.round((subtotal + order.shipping_cost) * 100) / 100,
+      currency: 'USD',
+    };
+  },
+};
+
+interface OrderRow {
+  id: number;
+  status: string;
+  shipping_cost: number;
+  placed_on: string;
+  paid_on: string | null;
+  shipped_on: string | null;
+  delivered_on: string | null;
+}
+
+interface ItemRow {
+  product: string;
+  quantity: number;
+  unit_price: number;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// list_customer_orders
+
+const listCustomerOrders: Tool = {
+  definition: {
+    name: 'list_customer_orders',
+    description:
+      "List a customer's orders, newest first, by the email address on their account. " +
+      'Use it when the customer does not know their order number.',
+    parameters: {
+      type: 'object',
+      properties: { email: { type: 'string', description: 'The email address the customer ordered with.' } },
+      required: ['email'],
+      additionalProperties: false,
+    },
+  },
+  async run(args) {
+    const email = emailAddress(args.email);
+    const customers = await query<Array<{ id: number; name: string }>>('SELECT id, name FROM customers WHERE email = ?', [email]);
+    if (customers.length === 0) return { error: `No customer with the email ${email}` };
+    const orders = await query<Array<{ order_id: number; status: string; placed_on: string; total: number }>>(
+      `SELECT o.id AS order_id, o.status, DATE_FORMAT(o.created_at, '%Y-%m-%d') AS placed_on,
+              (SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost AS total
+         FROM orders o WHERE o.customer_id = ? ORDER BY o.created_at DESC, o.id DESC`,
+      [customers[0].id],
+    );
+    return { customer: customers[0].name, orders };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------------
+// check_refund_eligibility
+
+const checkRefundEligibility: Tool = {
+  definition: {
+    name: 'check_refund_eligibility',
+    description:
+      'Check whether an order can be refunded under the store rules (14-day window from payment, order status). ' +
+      'Returns eligible true/false and the reason. Always call this before saying anything about a refund.',
+    parameters: {
+      type: 'object',
+      properties: { order_id: { type: 'integer', description: 'The order number, e.g. 1043.' } },
+      required: ['order_id'],
+      additionalProperties: false,
+    },
+  },
+  async run(args) {
+    const orderId = positiveInteger(args.order_id, 'order_id');
+    // The rule itself lives in functions.sql: the database answers, we only pass the question on.
+    const rows = await query<Array<{ order_id: number; status: string; days_since_purchase: number | null; eligible: number; reason: string }>>(
+      `SELECT id AS order_id, status, days_since_purchase(paid_at) AS days_since_purchase,
+              is_refund_eligible(status, paid_at) AS eligible, refund_reason(status, paid_at) AS reason
+         FROM orders WHERE id = ?`,
+      [orderId],
+    );
+    if (rows.length === 0) return { error: `Order ${orderId} not found` };
+    return { ...rows[0], eligible: rows[0].eligible === 1 };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------------
+// create_support_ticket
+
+const TICKET_CATEGORIES = ['refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty', 'billing', 'account', 'other'];
+const MAX_SUMMARY_LENGTH = 2000;
+
+const createSupportTicket: Tool = {
+  definition: {
+    name: 'create_support_ticket',
+    description:
+      'Open a support ticket so a person from the team follows up. Only call this after the customer has ' +
+      'agreed to it. Returns the ticket number to give the customer.',
+    parameters: {
+      type: 'object',
+      properties: {
+        category: { type: 'string', enum: TICKET_CATEGORIES, description: 'What the ticket is about.' },
+        summary: { type: 'string', description: 'One or two sentences for the team: what the customer needs and why.' },
+        order_id: { type: 'integer', description: 'The order it is about, if any.' },
+      },
+      required: ['category', 'summary'],
+      additionalProperties: false,
+    },
+  },
+  async run(args) {
+    if (typeof args.category !== 'string' || !TICKET_CATEGORIES.includes(args.category)) {
+      throw new ArgumentError(`category must be one of ${TICKET_CATEGORIES.join(', ')} (got ${JSON.stringify(args.category) ?? 'nothing'}).`);
+    }
+    const summary = typeof args.summary === 'string' ? args.summary.trim() : '';
+    if (!summary) throw new ArgumentError('summary must be a non-empty text saying what the customer needs.');
+    if (summary.length > MAX_SUMMARY_LENGTH) throw new ArgumentError(`summary must be at most ${MAX_SUMMARY_LENGTH} characters.`);
+    const orderId = args.order_id === undefined || args.order_id === null ? null : positiveInteger(args.order_id, 'order_id');
+    if (orderId !== null) {
+      const found = await query<unknown[]>('SELECT 1 FROM orders WHERE id = ?', [orderId]);
+      if (found.length === 0) return { error: `Order ${orderId} not found` };
+    }
+    const result = await query<{ insertId: number }>('INSERT INTO tickets (category, summary, order_id) VALUES (?, ?, ?)', [
+      args.category,
+      summary,
+      orderId,
+    ]);
+    return { created: true, ticket_id: result.insertId, status: 'open' };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------------
+// search_help_center
+
+const MAX_QUERY_LENGTH = 500;
+
+const searchHelpCenterTool: Tool = {
+  definition: {
+    name: 'search_help_center',
+    description:
+      "Search Kestrel Electronics' help center: refunds, returns, exchanges, shipping, tracking, cancellations, " +
+      'damaged items, warranty, payments, gift cards, accounts, privacy, product care. Returns the best-matching ' +
+      'passages with their article titles. Use it for every question about how the store works.',
+    parameters: {
+      type: 'object',
+      properties: { query: { type: 'string', description: "The customer's question, or its key words." } },
+      required: ['query'],
+      additionalProperties: false,
+    },
+  },
+  async run(args) {
+    const text = typeof args.query === 'string' ? args.query.trim() : '';
+    if (!text) throw new ArgumentError('query must be a non-empty text.');
+    if (text.length > MAX_QUERY_LENGTH) throw new ArgumentError(`query must be at most ${MAX_QUERY_LENGTH} characters.`);
+    const found = await searchHelpCenter(text);
+    return found.results.length ? { ...found } : { ...found, note: found.note ?? 'Nothing relevant found in the help center.' };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------------
+// The registry
+
+const TOOLS: Tool[] = [getOrderStatus, listCustomerOrders, checkRefundEligibility, createSupportTicket, searchHelpCenterTool];
+
+/** What the model is told it may call. */
+export const TOOL_DEFINITIONS: ToolDefinition[] = TOOLS.map((tool) => tool.definition);
+
+/** Runs one call from the model. Unknown tools and bad arguments become `{ error }` results, not exceptions. */
+export async function runTool(call: ToolCall): Promise<ToolResult> {
+  const tool = TOOLS.find((t) => t.definition.name === call.name);
+  if (!tool) return { error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.` };
+  if (call.arguments_error) return { error: call.arguments_error };
+  try {
+    return await tool.run(call.arguments);
+  } catch (error) {
+    if (error instanceof ArgumentError) return { error: error.message };
+    throw error;
+  }
+}
+
+/** Models sometimes send "1043" for 1043; accept that, refuse anything else that is not a whole number > 0. */
+function positiveInteger(value: unknown, name: string): number {
+  const number = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number <= 0) {
+    throw new ArgumentError(`${name} must be a positive whole number, e.g. 1043 (got ${JSON.stringify(value) ?? 'nothing'}).`);
+  }
+  return number;
+}
+
+/** A plausible email address, lower-cased (addresses are stored lower-case). */
+function emailAddress(value: unknown): string {
+  const email = typeof value === 'string' ? value.trim().toLowerCase() : '';
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
+    throw new ArgumentError(`email must be an email address such as maya.patel@example.com (got ${JSON.stringify(value) ?? 'nothing'}).`);
+  }
+  return email;
+}
