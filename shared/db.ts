@@ -87,6 +87,7 @@ export function explainDatabaseError(error: unknown): unknown {
         `Cannot reach ${where} (${code}). Start the database server, or check DB_HOST and DB_PORT in .env.`,
       );
     case 'ER_ACCESS_DENIED_ERROR':
+    case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user
     case 'ER_DBACCESS_DENIED_ERROR':
       return new DatabaseError(`${where} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`);
     case 'ER_BAD_DB_ERROR':

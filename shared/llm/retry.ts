@@ -62,7 +62,8 @@ async function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** "rate limited by Gemini, retrying in 41 s…" — the same wording the agent's trace uses. */
 export function describeRetry(info: RetryInfo): string {
-  const seconds = Math.max(1, Math.round(info.waitMs / 1000));
+  // Short waits keep a decimal ("0.5 s"); long ones are rounded ("41 s").
+  const seconds = info.waitMs < 10_000 ? Math.round(info.waitMs / 100) / 10 : Math.round(info.waitMs / 1000);
   const why =
     info.reason === 'rate_limit'
       ? `rate limited by ${info.provider}`

@@ -1,0 +1,154 @@
+// The chapter's conversation end to end: chat.ts driven by piped input, resumed in a new process, both providers.
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type ChatView, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runScript } from '../../shared/testing/run-script.ts';
+import { buildContext, splitIntoTurns } from '../context.ts';
+import { loadMessages } from '../memory.ts';
+
+const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+let fake: FakeProvider;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(() => fake.close());
+
+const results = (view: ChatView) => view.toolResults.map((r) => r.result as Record<string, any>);
+
+/** The fake model for the chapter's conversation. Each reply is worked out from what the request contains. */
+function scriptChapter() {
+  fake.reply(
+    // 1. "Can I get a refund for order 1043?"
+    { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
+    (view) => ({ text: `I'm sorry, order 1043 can't be refunded: ${results(view)[0].reason}` }),
+    // 2. "What about my other order, 1042?"
+    (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: Number(view.lastUserText.match(/\d{4}/)![0]) } }] }),
+    (view) => ({ text: `Good news: order ${results(view)[0].order_id} is eligible (${results(view)[0].reason}). Shall I open a refund ticket?` }),
+    // 3. "Yes please." — no number: the order must come from the conversation sent with the request.
+    (view) => {
+      const eligible = view.messages.filter((m) => m.role === 'tool' && (m.tool_result!.result as any).eligible === true);
+      const orderId = (eligible.at(-1)!.tool_result!.result as any).order_id;
+      return { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: `Customer asks for a refund of order ${orderId}.`, order_id: orderId } }] };
+    },
+    (view) => ({ text: `Done! Your ticket number is #${results(view)[0].ticket_id}.` }),
+  );
+}
+
+describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
+  let db: ScratchDatabase;
+  let env: Record<string, string>;
+  let conversationId: string;
+  let firstRun: { code: number | null; stdout: string; stderr: string };
+
+  beforeAll(async () => {
+    db = await createScratchDatabase(); // empty: chat.ts sets it up on the first run
+    env = { ...fake.env(provider), DB_NAME: db.name };
+    fake.requests.length = 0;
+    scriptChapter();
+    firstRun = await runScript(CHAT, [], {
+      env,
+      input: 'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nYes please.\nexit\n',
+    });
+    conversationId = firstRun.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+  });
+  afterAll(() => db.drop());
+
+  it('holds the whole conversation and says goodbye with the resume hint', () => {
+    expect(firstRun.code).toBe(0);
+    expect(firstRun.stderr).toContain('First run: setting up database');
+    const out = firstRun.stdout;
+    expect(out).toContain("You: Can I get a refund for order 1043?\nNimbus: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
+    expect(out).toContain('You: What about my other order, 1042?\nNimbus: Good news: order 1042 is eligible (Paid and within the refund window (11 days left).). Shall I open a refund ticket?');
+    expect(out).toMatch(/You: Yes please\.\nNimbus: Done! Your ticket number is #5001\./);
+    expect(out).toContain(`You: exit\nBye! Resume later with: npx tsx chat.ts --resume=${conversationId}`);
+    expect(firstRun.stderr).toMatch(/\[step 0\] memory: 4 earlier messages loaded \(\d+ chars\)/);
+  });
+
+  it('created the ticket for 1042 from the conversation, without the customer repeating the number', async () => {
+    const tickets = await query<Array<{ id: number; order_id: number; category: string }>>(`SELECT id, order_id, category FROM \`${db.name}\`.tickets`);
+    expect(tickets).toEqual([{ id: 5001, order_id: 1042, category: 'refund' }]);
+  });
+
+  it('sent the earlier turns with the third question exactly as buildContext says', async () => {
+    process.env.DB_NAME = db.name;
+    const stored = await loadMessages(conversationId);
+    const turns = splitIntoTurns(stored);
+    expect(turns).toHaveLength(3);
+    const expected = buildContext(turns.slice(0, 2).flat()).messages;
+    const third = fake.chats()[4]; // requests 1–2: first question, 3–4: second, 5: third
+    expect(third.view!.lastUserText).toBe('Yes please.');
+    const sent = third.view!.messages.slice(0, -1);
+    expect(sent.map((m) => m.role)).toEqual(expected.map((m) => m.role));
+    expect(sent.filter((m) => m.role === 'assistant').map((m) => m.text)).toEqual(
+      expected.filter((m) => m.role === 'assistant').map((m) => m.content),
+    );
+    if (provider === 'gemini') {
+      // The replayed function-call parts carry the signatures Gemini issued with them.
+      const replayed = third.body.contents.filter((c: any) => c.role === 'model' && c.parts.some((p: any) => p.functionCall));
+      const issued = stored.filter((m) => m.role === 'assistant' && m.tool_calls).slice(0, 2).map((m: any) => m.provider_raw.message.parts[0].thoughtSignature);
+      expect(replayed.map((c: any) => c.parts[0].thoughtSignature)).toEqual(issued);
+      expect(issued.every((s: string) => /^sig-/.test(s))).toBe(true);
+    }
+  });
+
+  it('shows the context: the first turn compacted, the last two in full', async () => {
+    const shown = await runScript(SHOW, [conversationId, '--context'], { env });
+    expect(shown.code).toBe(0);
+    const lines = shown.stdout.split('\n');
+    expect(lines[0]).toMatch(/^Context sent with the next question \(\d+ chars\):$/);
+    expect(lines[1]).toBe('  user: Can I get a refund for order 1043?');
+    expect(lines[2]).toBe("  assistant: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
+    expect(lines[3]).toBe('  user: What about my other order, 1042?');
+    expect(lines[4]).toBe(`  assistant [${provider}]: (requested tools) check_refund_eligibility({"order_id":1042})`);
+    expect(shown.stdout).toContain('Built from 3 stored turns: 2 in full, 1 compacted to question and answer, 0 dropped. Budget: 12000 chars');
+  });
+
+  it('continues the conversation with --resume in a new process', async () => {
+    fake.reply((view) => {
+      const ticket = view.messages.find((m) => m.role === 'assistant' && /#\d+/.test(m.text ?? ''));
+      return { text: `Your ticket is ${ticket!.text!.match(/#\d+/)![0]}.` };
+    });
+    const resumed = await runScript(CHAT, [`--resume=${conversationId}`], { env, input: 'What was my ticket number again?\n' });
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain(`Resuming conversation ${conversationId}`);
+    expect(resumed.stdout).toContain('Nimbus: Your ticket is #5001.');
+    expect(resumed.stdout).toContain(`Bye! Resume later with: npx tsx chat.ts --resume=${conversationId}`);
+    process.env.DB_NAME = db.name;
+    expect(splitIntoTurns(await loadMessages(conversationId))).toHaveLength(4);
+  });
+});
+
+describe('chat.ts input handling', () => {
+  let db: ScratchDatabase;
+  beforeAll(async () => {
+    db = await createScratchDatabase();
+  });
+  afterAll(() => db.drop());
+
+  it('ignores empty lines, leaves on quit in any case, and at the end of input', async () => {
+    fake.reply({ text: 'Hello!' });
+    const env = { ...fake.env('gemini'), DB_NAME: db.name };
+    const quit = await runScript(CHAT, ['--quiet'], { env, input: '\n   \nHi\nQUIT\nnever asked\n' });
+    expect(quit.code).toBe(0);
+    expect(quit.stdout).toContain('You: Hi\nNimbus: Hello!');
+    expect(quit.stdout).not.toContain('never asked');
+    expect(quit.stderr).not.toContain('[step');
+    const eof = await runScript(CHAT, [], { env, input: '' });
+    expect(eof.code).toBe(0);
+    expect(eof.stdout).toMatch(/Bye! Resume later with: npx tsx chat\.ts --resume=[0-9a-f]{32}\n$/);
+  });
+
+  it('starts a new conversation when a well-formed id is not found, and refuses a malformed one', async () => {
+    const env = { ...fake.env('gemini'), DB_NAME: db.name };
+    const missing = await runScript(CHAT, [`--resume=${'a'.repeat(32)}`], { env, input: '' });
+    expect(missing.code).toBe(0);
+    expect(missing.stdout).toMatch(new RegExp(`^Conversation ${'a'.repeat(32)} was not found; starting a new one\\.\\nNew conversation [0-9a-f]{32}\\n`));
+    const malformed = await runScript(CHAT, ['--resume=1043'], { env, input: '' });
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr.split('\n')[0]).toBe('--resume needs a conversation id: 32 lowercase hex characters (got "1043").');
+  });
+});

@@ -1,0 +1,92 @@
+// Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers.
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runScript } from '../../shared/testing/run-script.ts';
+import { newConversation } from '../memory.ts';
+import { setupDatabase } from '../setup-database.ts';
+
+const ASK = fileURLToPath(new URL('../ask-agent.ts', import.meta.url));
+const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+let fake: FakeProvider;
+let db: ScratchDatabase;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await setupDatabase(() => {});
+  // Older versions of the schema kept messages as plain text, so invalid JSON could be stored.
+  await query('ALTER TABLE messages MODIFY data LONGTEXT NOT NULL');
+});
+afterAll(async () => {
+  await fake.close();
+  await db.drop();
+});
+
+const call = (id: string) => ({ role: 'assistant', content: '', tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }] });
+const result = (id: string) => ({ role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"shipped"}' });
+
+/** Stores rows exactly as given (role column, raw data text), returning their ids. */
+async function storeRaw(conversationId: string, rows: Array<[string, string]>): Promise<number[]> {
+  const ids: number[] = [];
+  for (const [role, data] of rows) {
+    const inserted = await query<{ insertId: number }>('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [conversationId, role, data]);
+    ids.push(inserted.insertId);
+  }
+  return ids;
+}
+
+const cases: Array<{ name: string; rows: Array<[string, string]>; damaged: number[]; reason: string }> = [
+  {
+    name: 'a tool call without its result',
+    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['assistant', JSON.stringify(call('c1'))], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    damaged: [1],
+    reason: 'tool call without its result',
+  },
+  {
+    name: 'a result without its call',
+    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['tool', JSON.stringify(result('c9'))], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    damaged: [1],
+    reason: 'tool result without its call',
+  },
+  {
+    name: 'an unknown role',
+    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['tool', JSON.stringify({ role: 'function', name: 'x', content: '{}' })], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    damaged: [1],
+    reason: 'unknown role "function"',
+  },
+  {
+    name: 'invalid JSON',
+    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['assistant', '{"role":"assistant","content":"It sh'], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    damaged: [1],
+    reason: 'invalid JSON',
+  },
+];
+
+describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
+  it.each(cases)('leaves out $name, names it, and the provider accepts the rest', async ({ rows, damaged, reason }) => {
+    const id = await newConversation();
+    const ids = await storeRaw(id, rows);
+    // A healthy turn with a tool call, so there is something to replay next to the damage.
+    await storeRaw(id, [
+      ['user', JSON.stringify({ role: 'user', content: 'And order 1043?' })],
+      ['assistant', JSON.stringify(call('c2'))],
+      ['tool', JSON.stringify(result('c2'))],
+      ['assistant', JSON.stringify({ role: 'assistant', content: 'Also shipped.' })],
+    ]);
+    fake.reply({ text: 'Anything else?' });
+    const asked = await runScript(ASK, ['--quiet', `--conversation=${id}`, 'Thanks!'], { env: { ...fake.env(provider), DB_NAME: db.name } });
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toBe('Anything else?\n');
+    const badIds = damaged.map((i) => ids[i]);
+    expect(asked.stderr).toContain(`warning: conversation ${id}: left out damaged messages ${badIds.map((i) => `#${i} (${reason})`).join(', ')}`);
+    const request = fake.chats().at(-1)!;
+    expect(request.status).toBe(200);
+    expect(request.view!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user']);
+
+    const shown = await runScript(SHOW, [id], { env: { ...fake.env(provider), DB_NAME: db.name } });
+    for (const bad of badIds) expect(shown.stdout).toMatch(new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`));
+  });
+});
