@@ -76,7 +76,7 @@ export async function loadHistory(conversationId: string): Promise<History> {
 }
 
 /** Rows read per query by loadContext: usually the first batch already fills the budget. */
-export const LOAD_BATCH_ROWS = 64;
+export const LOAD_BATCH_ROWS = 128;
 
 /**
  * What the next question needs: exactly buildContext(loadMessages(id)), without reading the whole

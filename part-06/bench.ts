@@ -1,0 +1,162 @@
+// Measures what memory costs per question as conversations grow: `npm run bench` (add --json for machine-readable output).
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import mysql from 'mysql2/promise';
+import { parseFlags, runMain } from '../shared/cli.ts';
+import { closePool, connectionOptions } from '../shared/db.ts';
+import type { Message } from '../shared/llm/index.ts';
+import { buildContext, MEMORY_MAX_CHARS } from './context.ts';
+import { loadContext, loadMessages, newConversation, saveMessages, type StoredMessage } from './memory.ts';
+import { splitSqlStatements } from './split-sql.ts';
+
+const USAGE = `Usage: npm run bench [-- --json] [-- --runs=N]
+
+Creates a scratch database, fills conversations of 10, 100, 1,000 and 10,000 turns, and measures the
+memory cost of one question (loadContext: load + build context) and of saving one turn. Then it
+compares the characters sent per request with and without trimming over a 30-turn conversation.
+The scratch database is dropped at the end.`;
+
+const SIZES = [10, 100, 1_000, 10_000];
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+await runMain(async () => {
+  const { values } = parseFlags({
+    options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, runs: { type: 'string', default: '40' } },
+  });
+  if (values.help) return void console.log(USAGE);
+  const runs = Math.max(5, Number(values.runs) || 40);
+  const log = values.json ? () => {} : (line: string) => console.error(line);
+
+  const database = `nimbus_bench_${Date.now().toString(36)}`;
+  const admin = await mysql.createConnection(connectionOptions());
+  await admin.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  process.env.DB_NAME = database;
+  try {
+    await admin.query(`USE \`${database}\``);
+    for (const statement of splitSqlStatements(await readFile(path.join(HERE, 'schema.sql'), 'utf8'))) await admin.query(statement);
+
+    const sizes = [];
+    for (const turns of SIZES) {
+      log(`Filling a conversation of ${turns} turns…`);
+      const id = await newConversation();
+      await fillConversation(admin, id, turns);
+      // Warm up the connection pool and MySQL's buffer pool before measuring.
+      for (let i = 0; i < 3; i++) await loadContext(id);
+      const load = await timeRuns(runs, () => loadContext(id));
+      const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () => buildContext(await loadMessages(id)));
+      const save = await timeRuns(runs, () => saveMessages(id, realisticTurn(turns)));
+      sizes.push({
+        turns,
+        load_ms_median: round(percentile(load, 50)),
+        load_ms_p95: round(percentile(load, 95)),
+        save_ms_median: round(percentile(save, 50)),
+        full_load_ms_median: round(percentile(fullLoad, 50)),
+      });
+    }
+
+    // Chars sent with each request of a 30-turn conversation: the trimmed history plus the new question,
+    // against the whole history plus the new question.
+    const history: Message[] = [];
+    const charsPerRequest: number[] = [];
+    const charsFullHistory: number[] = [];
+    for (let t = 0; t < 30; t++) {
+      const question: Message = { role: 'user', content: questionText(t) };
+      charsPerRequest.push(JSON.stringify([...buildContext(history).messages, question]).length);
+      charsFullHistory.push(JSON.stringify([...history, question]).length);
+      history.push(...realisticTurn(t));
+    }
+
+    const report = { sizes, chars_per_request: charsPerRequest, chars_full_history: charsFullHistory };
+    if (values.json) console.log(JSON.stringify(report));
+    else printTable(report, runs);
+  } finally {
+    await closePool();
+    await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
+    await admin.end();
+  }
+}, USAGE);
+
+/** A support turn as Nimbus stores it: question, a tool call with provider_raw, its result, the answer. */
+function realisticTurn(t: number): StoredMessage[] {
+  const orderId = 1030 + (t % 20);
+  const callId = `call_${t.toString(16).padStart(16, '0')}`;
+  const signature = Buffer.alloc(240, t % 256).toString('base64'); // Gemini signatures are long opaque strings
+  return [
+    { role: 'user', content: questionText(t) },
+    {
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id: callId, name: 'check_refund_eligibility', arguments: { order_id: orderId } }],
+      provider_raw: {
+        provider: 'gemini',
+        message: { role: 'model', parts: [{ functionCall: { name: 'check_refund_eligibility', args: { order_id: orderId } }, thoughtSignature: signature }] },
+      },
+    },
+    {
+      role: 'tool',
+      tool_call_id: callId,
+      name: 'check_refund_eligibility',
+      content: JSON.stringify({ order_id: orderId, status: 'delivered', days_since_purchase: 20, eligible: false, reason: 'Paid 20 days ago, outside the 14-day refund window.' }),
+    },
+    {
+      role: 'assistant',
+      content: `I'm sorry, order ${orderId} is outside the 14-day refund window: it was paid 20 days ago. If the item is faulty, the 12-month warranty may still cover a repair. Shall I open a warranty ticket?`,
+      provider_raw: { provider: 'gemini', message: { role: 'model', parts: [{ text: 'I am sorry…', thoughtSignature: signature }] } },
+    },
+  ];
+}
+
+function questionText(t: number): string {
+  return `Hi, this is question ${t}. Can I still get a refund for order ${1030 + (t % 20)}? The headphones stopped charging.`;
+}
+
+/** Inserts many turns quickly (500 rows per statement); the save itself is measured separately. */
+async function fillConversation(db: mysql.Connection, id: string, turns: number): Promise<void> {
+  let rows: unknown[][] = [];
+  for (let t = 0; t < turns; t++) {
+    for (const message of realisticTurn(t)) rows.push([id, message.role, JSON.stringify(message)]);
+    if (rows.length >= 500 || t === turns - 1) {
+      await db.query('INSERT INTO messages (conversation_id, role, data) VALUES ?', [rows]);
+      rows = [];
+    }
+  }
+}
+
+async function timeRuns(runs: number, fn: () => Promise<unknown>): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await fn();
+    times.push(performance.now() - start);
+  }
+  return times;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+function printTable(report: { sizes: Array<Record<string, number>>; chars_per_request: number[]; chars_full_history: number[] }, runs: number) {
+  console.log(`Memory cost per question (${runs} runs each; ms)`);
+  console.log('   turns   load+build median   p95   save median   full load+build median');
+  for (const s of report.sizes) {
+    console.log(
+      `${String(s.turns).padStart(8)}   ${String(s.load_ms_median).padStart(17)}   ${String(s.load_ms_p95).padStart(5)}   ${String(s.save_ms_median).padStart(11)}   ${String(s.full_load_ms_median).padStart(22)}`,
+    );
+  }
+  console.log(`\nCharacters sent per request over a 30-turn conversation (budget MEMORY_MAX_CHARS = ${MEMORY_MAX_CHARS}; ~4 chars per token)`);
+  console.log('   turn   with buildContext   full history');
+  report.chars_per_request.forEach((chars, i) => {
+    if (i % 5 === 4 || i === 0) {
+      const full = report.chars_full_history[i];
+      console.log(`${String(i + 1).padStart(7)}   ${`${chars} (~${Math.round(chars / 4)} tok)`.padStart(17)}   ${`${full} (~${Math.round(full / 4)} tok)`.padStart(12)}`);
+    }
+  });
+}

@@ -1,0 +1,176 @@
+// Support scenarios written once: what the customer says, what the fake model replies, and what must hold after.
+//
+// Each part lists the scenarios it must pass in its scenarios.json; one test runs every part against
+// its list (shared/tests/scenarios.db.test.ts), for both providers. The fake model's replies are
+// worked out from each request where it matters, so a scenario passes only if the part really ran
+// its tools and sent the right history.
+import type { ChatView, Reply } from '../testing/fake-provider.ts';
+
+export interface ScenarioRun {
+  /** Everything the part printed (stdout), per process run. */
+  outputs: string[];
+  /** Every chat request the fake model received, in order. */
+  requests: ChatView[];
+  /** Runs a query against the part's database. */
+  query<T = any>(sql: string, params?: unknown[]): Promise<T>;
+}
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /**
+   * What the customer types. Each inner list is one sitting: with chat.ts one process reads the whole
+   * list and the next sitting resumes the conversation; one-question scripts get one run per message.
+   */
+  sessions: string[][];
+  replies: Reply[];
+  /** Throws (with expect) when something that must hold does not. */
+  check(run: ScenarioRun, expect: ExpectLike): Promise<void> | void;
+}
+
+/** The part of vitest's expect the checks use, so this file does not depend on the test runner. */
+export type ExpectLike = (value: unknown, message?: string) => {
+  toBe(expected: unknown): void;
+  toContain(expected: unknown): void;
+  toMatch(expected: RegExp): void;
+  toEqual(expected: unknown): void;
+  toMatchObject(expected: object): void;
+};
+
+const results = (view: ChatView) => view.toolResults.map((r) => r.result as Record<string, any>);
+const orderIn = (text: string) => Number(text.match(/\b\d{4}\b/)?.[0]);
+const allOutput = (run: ScenarioRun) => run.outputs.join('\n');
+/** Tool results the part sent back to the model, across the whole scenario. */
+const toolResults = (run: ScenarioRun) => run.requests.flatMap((r) => r.toolResults);
+
+export const SCENARIOS: Scenario[] = [
+  {
+    id: 'greeting',
+    title: 'Greet and explain what Nimbus can do',
+    sessions: [['Hi! What can you help me with?']],
+    replies: [{ text: "Hi, I'm Nimbus, Kestrel Electronics' support assistant. How can I help?" }],
+    check(run, expect) {
+      expect(allOutput(run)).toContain("Hi, I'm Nimbus, Kestrel Electronics' support assistant.");
+      expect(run.requests[0].system).toContain('You are Nimbus, the customer-support assistant of Kestrel Electronics');
+      expect(run.requests[0].lastUserText).toBe('Hi! What can you help me with?');
+    },
+  },
+  {
+    id: 'order-status',
+    title: 'Order status for 1042',
+    sessions: [['Where is my order 1042?']],
+    replies: [
+      (view) => ({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: orderIn(view.lastUserText) } }] }),
+      (view) => ({ text: `Order ${results(view)[0].order_id} is ${results(view)[0].status}; it shipped on ${results(view)[0].shipped_on}.` }),
+    ],
+    check(run, expect) {
+      expect(toolResults(run)[0]).toMatchObject({ name: 'get_order_status', result: { order_id: 1042, status: 'shipped' } });
+      expect(allOutput(run)).toContain('Order 1042 is shipped; it shipped on');
+    },
+  },
+  {
+    id: 'no-order-number',
+    title: 'A question without an order number: Nimbus asks for it',
+    sessions: [['Where is my order?']],
+    replies: [{ text: 'I can check that for you. What is your order number?' }],
+    check(run, expect) {
+      expect(run.requests[0].system).toMatch(/ask for it/i);
+      expect(run.requests[0].tools).toContain('get_order_status');
+      expect(toolResults(run)).toEqual([]);
+      expect(allOutput(run)).toContain('What is your order number?');
+    },
+  },
+  {
+    id: 'refund-refused',
+    title: 'Refund for 1043 refused, with the reason',
+    sessions: [['Can I get a refund for order 1043?']],
+    replies: [
+      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: orderIn(view.lastUserText) } }] }),
+      (view) => ({ text: `I'm sorry, order ${results(view)[0].order_id} can't be refunded: ${results(view)[0].reason}` }),
+    ],
+    check(run, expect) {
+      expect(toolResults(run)[0].result).toMatchObject({ order_id: 1043, eligible: false, days_since_purchase: 20 });
+      expect(allOutput(run)).toContain("I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
+    },
+  },
+  {
+    id: 'refund-ticket',
+    title: 'Refund eligibility for 1042, then a ticket after confirmation',
+    sessions: [['Can I get a refund for order 1042?', 'Yes please, open a refund ticket for order 1042.']],
+    replies: [
+      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: orderIn(view.lastUserText) } }] }),
+      (view) => ({ text: `Order ${results(view)[0].order_id} is eligible: ${results(view)[0].reason} Shall I open a refund ticket?` }),
+      (view) => ({
+        tool_calls: [
+          { name: 'create_support_ticket', arguments: { category: 'refund', summary: `Refund requested for order ${orderIn(view.lastUserText)}.`, order_id: orderIn(view.lastUserText) } },
+        ],
+      }),
+      (view) => ({ text: `Done! Your ticket number is #${results(view)[0].ticket_id}.` }),
+    ],
+    async check(run, expect) {
+      expect(allOutput(run)).toContain('Order 1042 is eligible: Paid and within the refund window (11 days left).');
+      const tickets = await run.query<Array<{ id: number; category: string; status: string }>>(
+        "SELECT id, category, status FROM tickets WHERE order_id = 1042 AND summary = 'Refund requested for order 1042.'",
+      );
+      expect(tickets.length).toBe(1);
+      expect(tickets[0]).toMatchObject({ category: 'refund', status: 'open' });
+      expect(allOutput(run)).toContain(`Your ticket number is #${tickets[0].id}.`);
+    },
+  },
+  {
+    id: 'multi-step',
+    title: 'Several steps in one question: find the orders by email, then check the refund',
+    sessions: [["Can I still return the headphones I bought? I'm maya.patel@example.com"]],
+    replies: [
+      { tool_calls: [{ name: 'list_customer_orders', arguments: { email: 'maya.patel@example.com' } }] },
+      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: results(view)[0].orders.at(-1).order_id } }] }),
+      (view) => ({ text: `Your headphones came with order ${results(view)[0].order_id}: ${results(view)[0].reason}` }),
+    ],
+    check(run, expect) {
+      expect(toolResults(run).map((r) => r.name)).toEqual(['list_customer_orders', 'check_refund_eligibility']);
+      expect(allOutput(run)).toContain('Your headphones came with order 1043: Paid 20 days ago, outside the 14-day refund window.');
+    },
+  },
+  {
+    id: 'policy-question',
+    title: 'A policy question answered from the help center',
+    sessions: [['How long do I have to ask for my money back?']],
+    replies: [
+      (view) => ({ tool_calls: [{ name: 'search_help_center', arguments: { query: view.lastUserText } }] }),
+      (view) => {
+        const found = results(view)[0];
+        return { text: `You have 14 days from your purchase date (from "${found.results[0].article}").` };
+      },
+    ],
+    check(run, expect) {
+      const found = toolResults(run)[0].result as { method: string; results: Array<{ article: string }> };
+      expect(found.method).toBe('embeddings');
+      expect(found.results[0].article).toBe('Refunds and the 14-Day Refund Window');
+      expect(allOutput(run)).toContain('You have 14 days from your purchase date (from "Refunds and the 14-Day Refund Window").');
+    },
+  },
+  {
+    id: 'follow-up-across-resume',
+    title: 'The chapter 6 conversation: a follow-up, then "Yes please." after a resume',
+    sessions: [['Can I get a refund for order 1043?', 'What about my other order, 1042?'], ['Yes please.']],
+    replies: [
+      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: orderIn(view.lastUserText) } }] }),
+      (view) => ({ text: `I'm sorry, order 1043 can't be refunded: ${results(view)[0].reason}` }),
+      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: orderIn(view.lastUserText) } }] }),
+      (view) => ({ text: `Good news: order ${results(view)[0].order_id} is eligible. Shall I open a refund ticket?` }),
+      // "Yes please." carries no number: the order can only come from the history sent with the request.
+      (view) => {
+        const eligible = view.messages.filter((m) => m.role === 'tool' && (m.tool_result!.result as any)?.eligible === true);
+        const orderId = (eligible.at(-1)?.tool_result?.result as any)?.order_id;
+        if (!orderId) return { text: 'Which order do you mean?' };
+        return { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: `Refund for order ${orderId}, confirmed in chat.`, order_id: orderId } }] };
+      },
+      (view) => ({ text: `Done! Your ticket number is #${results(view)[0].ticket_id}.` }),
+    ],
+    async check(run, expect) {
+      const tickets = await run.query<Array<{ id: number }>>("SELECT id FROM tickets WHERE order_id = 1042 AND summary = 'Refund for order 1042, confirmed in chat.'");
+      expect(tickets.length).toBe(1);
+      expect(run.outputs[1]).toContain(`Nimbus: Done! Your ticket number is #${tickets[0].id}.`);
+    },
+  },
+];

@@ -1,0 +1,47 @@
+// Every part passes the support scenarios it declares (part-NN/scenarios.json), for both providers.
+import { readdirSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT_DIR } from '../config.ts';
+import { SCENARIOS } from '../scenarios/scenarios.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
+import { partScenarios, runScenario } from '../testing/scenario-runner.ts';
+
+const PARTS = readdirSync(ROOT_DIR).filter((name) => /^part-\d\d$/.test(name)).sort();
+let fake: FakeProvider;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(() => fake.close());
+
+describe('the scenario lists', () => {
+  it('name only scenarios that exist, and never shrink from one part to the next', () => {
+    const known = new Set(SCENARIOS.map((s) => s.id));
+    let previous: string[] = [];
+    for (const part of PARTS) {
+      const { scenarios } = partScenarios(part);
+      for (const id of scenarios) expect(known.has(id), `${part}: unknown scenario ${id}`).toBe(true);
+      for (const id of previous) expect(scenarios, `${part} dropped ${id}`).toContain(id);
+      previous = scenarios;
+    }
+    expect(previous.sort()).toEqual([...known].sort()); // the last part passes every scenario
+  });
+});
+
+describe.each(PARTS)('%s', (part) => {
+  describe.each(['gemini', 'openai'] as const)('with %s', (provider) => {
+    let db: ScratchDatabase;
+    beforeAll(async () => {
+      db = await createScratchDatabase(); // empty: the part's first run sets it up, as for a learner
+    });
+    afterAll(() => db.drop());
+
+    it.each(partScenarios(part).scenarios)('passes %s', async (id) => {
+      const scenario = SCENARIOS.find((s) => s.id === id)!;
+      const run = await runScenario(part, scenario, provider, fake, { DB_NAME: db.name });
+      await scenario.check(run, expect);
+      expect(fake.pending()).toBe(0);
+    });
+  });
+});
