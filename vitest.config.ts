@@ -25,6 +25,8 @@ export default defineConfig({
   test: {
     include: ['shared/**/*.test.ts', 'part-0*/**/*.test.ts'],
     exclude,
+    // Most test time is spent waiting on subprocesses and MySQL, so run more files at once than there are cores.
+    maxWorkers: 4,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Every provider setting is blanked, so a developer's .env never changes what a test sees;

@@ -1,8 +1,6 @@
 // The provider layer's front door: one call for chat, one for embeddings, whichever provider .env chooses.
 import { llmSettings } from '../config.ts';
-import { geminiChat, geminiEmbed, geminiError } from './gemini.ts';
 import type { ChatOptions, ChatResult, Message, ToolDefinition } from './messages.ts';
-import { openaiChat, openaiEmbed, openaiError } from './openai.ts';
 import { withRetries } from './retry.ts';
 
 export * from './messages.ts';
@@ -24,9 +22,12 @@ export async function chatWithTools(
   options: ChatOptions = {},
 ): Promise<ChatResult> {
   const settings = llmSettings();
+  // Each SDK takes a few hundred milliseconds to load, so only the one in use is imported.
   if (settings.provider === 'gemini') {
+    const { geminiChat, geminiError } = await import('./gemini.ts');
     return withRetries('Gemini', () => geminiChat(settings, messages, tools, options.signal), (e) => geminiError(e, settings), options);
   }
+  const { openaiChat, openaiError } = await import('./openai.ts');
   return withRetries(
     settings.baseUrl ? 'the OpenAI-compatible server' : 'OpenAI',
     () => openaiChat(settings, messages, tools, options.signal),
@@ -47,10 +48,12 @@ export function embeddingModel(): string | undefined {
 export async function embed(texts: string[], task: 'document' | 'query', options: ChatOptions = {}): Promise<number[][]> {
   const settings = llmSettings();
   if (settings.provider === 'gemini') {
+    const { geminiEmbed, geminiError } = await import('./gemini.ts');
     return withRetries('Gemini', () => geminiEmbed(settings, texts, task, options.signal), (e) => geminiError(e, settings), options);
   }
   if (!settings.embeddingModel) {
     throw new Error('No embedding model is configured: set OPENAI_EMBEDDING_MODEL in .env.');
   }
+  const { openaiEmbed, openaiError } = await import('./openai.ts');
   return withRetries('OpenAI', () => openaiEmbed(settings, texts, options.signal), (e) => openaiError(e, settings), options);
 }

@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT_DIR } from '../config.ts';
-import { query } from '../db.ts';
+import mysql from 'mysql2/promise';
+import { connectionOptions } from '../db.ts';
 import type { Scenario, ScenarioRun } from '../scenarios/scenarios.ts';
 import type { FakeProvider, ProviderName } from './fake-provider.ts';
 import { runScript } from './run-script.ts';
@@ -67,9 +68,15 @@ export async function runScenario(
   return {
     outputs,
     requests: requests.map((r) => r.view!),
-    query: (sql, params) => {
-      process.env.DB_NAME = env.DB_NAME;
-      return query(sql, params);
+    // Its own connection to the scenario's database: scenarios of several parts may run at once.
+    query: async (sql, params) => {
+      const connection = await mysql.createConnection({ ...connectionOptions(), database: env.DB_NAME });
+      try {
+        const [rows] = await connection.query(sql, params);
+        return rows as any;
+      } finally {
+        await connection.end();
+      }
     },
     transcript: transcript.join('\n'),
   };

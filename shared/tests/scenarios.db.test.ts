@@ -8,12 +8,6 @@ import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.t
 import { partScenarios, runScenario } from '../testing/scenario-runner.ts';
 
 const PARTS = readdirSync(ROOT_DIR).filter((name) => /^part-\d\d$/.test(name)).sort();
-let fake: FakeProvider;
-
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(() => fake.close());
 
 describe('the scenario lists', () => {
   it('name only scenarios that exist, and never shrink from one part to the next', () => {
@@ -29,15 +23,22 @@ describe('the scenario lists', () => {
   });
 });
 
-describe.each(PARTS)('%s', (part) => {
+// Parts and providers run side by side (each pair has its own fake provider and database);
+// the scenarios of one pair run in order, as they share that conversation with the fake model.
+describe.concurrent.each(PARTS)('%s', (part) => {
   describe.each(['gemini', 'openai'] as const)('with %s', (provider) => {
     let db: ScratchDatabase;
+    let fake: FakeProvider;
     beforeAll(async () => {
+      fake = await startFakeProvider();
       db = await createScratchDatabase(); // empty: the part's first run sets it up, as for a learner
     });
-    afterAll(() => db.drop());
+    afterAll(async () => {
+      await fake.close();
+      await db.drop();
+    });
 
-    it.each(partScenarios(part).scenarios)('passes %s', async (id) => {
+    it.sequential.each(partScenarios(part).scenarios)('passes %s', async (id) => {
       const scenario = SCENARIOS.find((s) => s.id === id)!;
       const run = await runScenario(part, scenario, provider, fake, { DB_NAME: db.name });
       await scenario.check(run, expect);
