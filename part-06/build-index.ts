@@ -22,7 +22,8 @@ await runMain(async () => {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   try {
-    const { done, total } = await buildIndex({ onProgress: progressBar(`Embedding with ${model}:`), signal: controller.signal });
+    const bar = progressBar(`Embedding with ${model}:`);
+    const { done, total } = await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress), signal: controller.signal });
     if (done < total) {
       console.log(`\nStopped after ${done} of ${total} chunks. Run build-index.ts again to continue.`);
       return 130;

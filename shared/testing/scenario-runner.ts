@@ -1,12 +1,14 @@
 // Runs one support scenario against one part, the way a learner would: the part's own entry script, as a subprocess.
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT_DIR } from '../config.ts';
 import mysql from 'mysql2/promise';
 import { connectionOptions } from '../db.ts';
 import type { Scenario, ScenarioRun } from '../scenarios/scenarios.ts';
 import type { FakeProvider, ProviderName } from './fake-provider.ts';
-import { runScript } from './run-script.ts';
+import { runScript, type RunOptions, type ScriptResult } from './run-script.ts';
 
 export interface PartScenarios {
   /** The script a learner runs in that part: ask.ts, ask-agent.ts or chat.ts. */
@@ -29,7 +31,10 @@ export async function runScenario(
   provider: ProviderName,
   fake: FakeProvider,
   env: Record<string, string>,
+  /** Interleave stderr with stdout, as a terminal shows them (for sample sessions). */
+  merged = false,
 ): Promise<ScenarioResult> {
+  const run = merged ? runMerged : runScript;
   const { entry } = partScenarios(part);
   const script = path.join(ROOT_DIR, part, entry);
   const firstRequest = fake.chats().length;
@@ -38,10 +43,10 @@ export async function runScenario(
   const transcript: string[] = [];
   const options = { env: { ...fake.env(provider), ...env }, cwd: path.join(ROOT_DIR, part) };
 
-  const record = (command: string, result: { code: number | null; stdout: string; stderr: string }, input?: string) => {
+  const record = (command: string, result: ScriptResult) => {
     if (result.code !== 0) throw new Error(`${command} exited with ${result.code}:\n${result.stderr}`);
     outputs.push(result.stdout);
-    transcript.push(`$ ${command}${input ? `   # typed: ${JSON.stringify(input.trim().split('\n'))}` : ''}\n${result.stderr}${result.stdout}`);
+    transcript.push(`$ ${command}\n${result.stderr}${result.stdout}`);
   };
 
   if (entry === 'chat.ts') {
@@ -50,14 +55,14 @@ export async function runScenario(
     for (const [i, session] of scenario.sessions.entries()) {
       const args = i === 0 ? [] : [`--resume=${conversationId}`];
       const input = `${session.join('\n')}\n`;
-      const result = await runScript(script, args, { ...options, input });
-      record(`npx tsx ${entry} ${args.join(' ')}`.trim(), result, input);
+      const result = await run(script, args, { ...options, input });
+      record(`npx tsx ${entry} ${args.join(' ')}`.trim(), result);
       conversationId ||= result.stdout.match(/New conversation ([0-9a-f]{32})/)?.[1] ?? '';
     }
   } else {
     // Without memory, every message is a question of its own.
     for (const message of scenario.sessions.flat()) {
-      const result = await runScript(script, [message], options);
+      const result = await run(script, [message], options);
       record(`npx tsx ${entry} ${JSON.stringify(message)}`, result);
     }
   }
@@ -80,4 +85,26 @@ export async function runScenario(
     },
     transcript: transcript.join('\n'),
   };
+}
+
+/** Like runScript, but stdout and stderr go to one file, so their lines keep the order they were written in. */
+async function runMerged(script: string, args: string[], options: RunOptions): Promise<ScriptResult> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-run-'));
+  const file = path.join(dir, 'output.txt');
+  const fd = openSync(file, 'w');
+  try {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, NO_COLOR: '1', ...options.env },
+      stdio: ['pipe', fd, fd],
+    });
+    child.stdin!.end(options.input ?? '');
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    return { code, signal: null, stdout: readFileSync(file, 'utf8'), stderr: '' };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
