@@ -1,0 +1,119 @@
+// The READMEs are true: their commands run, their "What changed" lists match the diffs, and parts stand alone.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT_DIR } from '../config.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
+
+const PARTS = readdirSync(ROOT_DIR).filter((name) => /^part-\d\d$/.test(name)).sort();
+let fake: FakeProvider;
+let logs: string;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-readme-logs-'));
+});
+afterAll(async () => {
+  await fake.close();
+  rmSync(logs, { recursive: true, force: true });
+});
+
+const readme = (dir: string) => readFileSync(path.join(ROOT_DIR, dir, 'README.md'), 'utf8');
+
+/** The body of a "## Heading" section (up to the next "## "). */
+function section(markdown: string, heading: RegExp): string {
+  const lines = markdown.split('\n');
+  const start = lines.findIndex((line) => line.startsWith('## ') && heading.test(line));
+  if (start === -1) return '';
+  const end = lines.findIndex((line, i) => i > start && line.startsWith('## '));
+  return lines.slice(start + 1, end === -1 ? undefined : end).join('\n');
+}
+
+/** Commands a learner copies: lines of ```bash blocks that run Nimbus (npx tsx …, npm run …), without placeholders. */
+function commands(markdown: string): string[] {
+  const blocks = [...markdown.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]);
+  return blocks
+    .flatMap((block) => block.split('\n'))
+    .map((line) => line.trim())
+    .filter((line) => /^(npx tsx |npm run )/.test(line) && !line.includes('<'));
+}
+
+function sh(command: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', command], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.stdin.end(); // chat.ts sees the end of input and says goodbye
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe.each(['.', ...PARTS])('the commands in %s/README.md', (dir) => {
+  let db: ScratchDatabase;
+  beforeAll(async () => {
+    db = await createScratchDatabase();
+  });
+  afterAll(() => db.drop());
+
+  const list = commands(readme(dir));
+  it('are there to check', () => {
+    expect(list.length).toBeGreaterThan(0);
+  });
+  it.each(list)('%s', async (command) => {
+    const result = await sh(command, path.join(ROOT_DIR, dir), { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs });
+    expect(result.output).not.toContain('Unexpected error');
+    expect(result.code, result.output).toBe(0);
+  });
+});
+
+/** Files that differ between two folders (added, removed or changed), relative to them. */
+function changedFiles(a: string, b: string): string[] {
+  const list = (dir: string, base = dir): string[] =>
+    readdirSync(dir).flatMap((name) => {
+      const full = path.join(dir, name);
+      return statSync(full).isDirectory() ? list(full, base) : [path.relative(base, full)];
+    });
+  const left = new Set(list(a));
+  const right = new Set(list(b));
+  return [...new Set([...left, ...right])]
+    .filter((file) => !left.has(file) || !right.has(file) || !readFileSync(path.join(a, file)).equals(readFileSync(path.join(b, file))))
+    .sort();
+}
+
+describe.each(PARTS.slice(1).map((part, i) => [PARTS[i], part]))('%s → %s', (before, after) => {
+  it('changes exactly the files its README lists under "What changed" (tests/ as one entry)', () => {
+    const changed = changedFiles(path.join(ROOT_DIR, before), path.join(ROOT_DIR, after))
+      .filter((file) => file !== 'README.md')
+      .map((file) => (file.startsWith('tests/') ? 'tests/' : file));
+    const listed = section(readme(after), /^## What changed since Part \d+$/);
+    expect(listed, `${after}/README.md needs a "## What changed since Part N" section`).not.toBe('');
+    const mentioned = [...listed.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)].flatMap((m) => [...m[1].matchAll(/`([^`]+)`/g)].map((x) => x[1]));
+    expect([...new Set(mentioned)].sort()).toEqual([...new Set(changed)].sort());
+  });
+});
+
+describe('every part', () => {
+  it.each(PARTS)('%s imports only its own files, shared/ and packages', (part) => {
+    const files = readdirSync(path.join(ROOT_DIR, part), { recursive: true }).map(String).filter((f) => f.endsWith('.ts'));
+    for (const file of files) {
+      const source = readFileSync(path.join(ROOT_DIR, part, file), 'utf8');
+      for (const [, target] of source.matchAll(/from '([^']+)'/g)) {
+        const resolved = path.relative(ROOT_DIR, path.resolve(path.dirname(path.join(ROOT_DIR, part, file)), target));
+        if (target.startsWith('.')) expect(resolved.startsWith(part) || resolved.startsWith('shared'), `${part}/${file} imports ${target}`).toBe(true);
+      }
+    }
+  });
+
+  it.each(PARTS)('%s/README.md has the sections a learner needs, and says where its sample session comes from', (part) => {
+    const text = readme(part);
+    for (const heading of [/^## (What changed since Part \d+|What's here)$/, /^## Run it$/, /^## Sample session$/, /^## Key ideas|^## How memory works$/]) {
+      expect(section(text, heading), `${part}: missing ${heading}`).not.toBe('');
+    }
+    expect(section(text, /^## Sample session$/)).toMatch(/real run against the project's fake provider|example from a real provider/);
+  });
+});
