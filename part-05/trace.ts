@@ -41,13 +41,13 @@ export class Trace {
     const line = { ts: new Date().toISOString(), trace: this.id, type, ...data };
     // Appending whole lines means a crash can cut the file short but never leave a half-written event.
     appendFileSync(this.file, JSON.stringify(line) + '\n');
-    const text = describe(type, data);
+    const text = terminalLine(type, data);
     if (text && !this.quiet) console.error(dim(text, process.stderr));
   }
 }
 
 /** The terminal form of an event, e.g. `[step 1] model → check_refund_eligibility({"order_id":1043}) (790 ms)`. */
-function describe(type: TraceEventType, data: Record<string, unknown>): string | undefined {
+function terminalLine(type: TraceEventType, data: Record<string, unknown>): string | undefined {
   const step = `[step ${data.step}]`;
   switch (type) {
     case 'tool_call':
