@@ -14,7 +14,7 @@ export type StoredMessage = Exclude<Message, SystemMessage>;
 // Conversations
 
 /** 16 random bytes as 32 lowercase hex characters: unguessable, unlike an auto-increment number. */
-export function newConversationId(): string {
+function newConversationId(): string {
   return randomBytes(16).toString('hex');
 }
 

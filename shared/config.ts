@@ -44,7 +44,7 @@ export type LlmSettings = GeminiSettings | OpenAISettings;
 
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 
-export function providerName(): ProviderName {
+function providerName(): ProviderName {
   const value = (read('LLM_PROVIDER') ?? 'gemini').toLowerCase();
   if (value !== 'gemini' && value !== 'openai') {
     throw new ConfigError(`LLM_PROVIDER must be "gemini" or "openai" (it is "${value}"). Fix it in .env.`);

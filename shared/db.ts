@@ -22,7 +22,7 @@ export function connectionOptions(settings: DbSettings = dbSettings()) {
   };
 }
 
-export function getPool(): Pool {
+function getPool(): Pool {
   if (!pool) {
     const settings = dbSettings();
     pool = mysql.createPool({ ...connectionOptions(settings), database: settings.database, connectionLimit: 4 });

@@ -2,15 +2,11 @@
 import { llmSettings } from '../config.ts';
 import type { ChatOptions, ChatResult, Message, ToolDefinition } from './messages.ts';
 import { withRetries } from './retry.ts';
+import { openaiProviderName } from './openai-name.ts';
 
 export * from './messages.ts';
 export { ProviderError, type ProviderErrorKind } from './errors.ts';
 export { describeRetry } from './retry.ts';
-
-/** "Gemini" or "OpenAI", for messages and traces. */
-export function providerLabel(): string {
-  return llmSettings().provider === 'gemini' ? 'Gemini' : 'OpenAI';
-}
 
 /**
  * Sends the conversation (and the tools the model may ask for) and returns the model's reply.
@@ -28,12 +24,7 @@ export async function chatWithTools(
     return withRetries('Gemini', () => geminiChat(settings, messages, tools, options.signal), (e) => geminiError(e, settings), options);
   }
   const { openaiChat, openaiError } = await import('./openai.ts');
-  return withRetries(
-    settings.baseUrl ? 'the OpenAI-compatible server' : 'OpenAI',
-    () => openaiChat(settings, messages, tools, options.signal),
-    (e) => openaiError(e, settings),
-    options,
-  );
+  return withRetries(openaiProviderName(settings), () => openaiChat(settings, messages, tools, options.signal), (e) => openaiError(e, settings), options);
 }
 
 /** The embedding model in use, or undefined when the provider has none configured. */
@@ -55,5 +46,5 @@ export async function embed(texts: string[], task: 'document' | 'query', options
     throw new Error('No embedding model is configured: set OPENAI_EMBEDDING_MODEL in .env.');
   }
   const { openaiEmbed, openaiError } = await import('./openai.ts');
-  return withRetries('OpenAI', () => openaiEmbed(settings, texts, options.signal), (e) => openaiError(e, settings), options);
+  return withRetries(openaiProviderName(settings), () => openaiEmbed(settings, texts, options.signal), (e) => openaiError(e, settings), options);
 }

@@ -12,8 +12,6 @@
 // tool call that lost its signature. So every assistant message keeps the original, and it is
 // replayed verbatim to the provider that wrote it. Any other provider gets the neutral fields.
 
-export type Role = 'system' | 'user' | 'assistant' | 'tool';
-
 export interface SystemMessage {
   role: 'system';
   content: string;

@@ -4,6 +4,7 @@ import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resource
 import type { OpenAISettings } from '../config.ts';
 import { ProviderError, firstLine, kindForStatus, parseRetryAfter } from './errors.ts';
 import type { AssistantMessage, ChatResult, Message, ToolCall, ToolDefinition } from './messages.ts';
+import { openaiProviderName } from './openai-name.ts';
 
 const TIMEOUT_MS = 180_000;
 
@@ -141,7 +142,7 @@ export async function openaiEmbed(
 /** Any failure from the openai SDK → a ProviderError with a sentence a learner can act on. */
 export function openaiError(error: unknown, settings: OpenAISettings): ProviderError {
   if (error instanceof ProviderError) return error;
-  const provider = settings.baseUrl ? 'the OpenAI-compatible server' : 'OpenAI';
+  const provider = openaiProviderName(settings);
   const Provider = provider[0].toUpperCase() + provider.slice(1); // for the start of a sentence
   if (error instanceof APIUserAbortError || (error instanceof Error && error.name === 'AbortError')) {
     return new ProviderError({ provider, kind: 'aborted', message: `The request to ${provider} was cancelled.`, cause: error });

@@ -42,7 +42,7 @@ export async function withRetries<T>(
   }
 }
 
-export function abortedError(provider: string): ProviderError {
+function abortedError(provider: string): ProviderError {
   return new ProviderError({ provider, kind: 'aborted', message: `The request to ${provider} was cancelled.` });
 }
 
