@@ -94,6 +94,21 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
   });
 });
 
+describe('an index that is behind', () => {
+  it('still searches by meaning, and says how many passages it could not search', async () => {
+    Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding' }); // the model indexed last
+    const [article] = await query<Array<{ id: number }>>("SELECT id FROM help_articles WHERE slug = 'refunds'");
+    await query("INSERT INTO help_chunks (article_id, position, text, content_hash) VALUES (?, 99, 'Just ingested.', 'x')", [article.id]);
+    try {
+      const found = await searchHelpCenter('refund window');
+      expect(found.method).toBe('embeddings');
+      expect(found.note).toBe('1 help-center passages are not indexed yet and were not searched (run build-index.ts).');
+    } finally {
+      await query('DELETE FROM help_chunks WHERE position = 99');
+    }
+  });
+});
+
 describe('keyword fallback', () => {
   it('uses MySQL FULLTEXT when no embedding model is configured', async () => {
     Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' }); // a local server without one
