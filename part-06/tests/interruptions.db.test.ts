@@ -4,7 +4,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectionOptions } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider, type ProviderName } from '../../shared/testing/fake-provider.ts';
+import { startFakeProvider, type ChatView, type FakeProvider, type ProviderName } from '../../shared/testing/fake-provider.ts';
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { runAgent } from '../agent.ts';
@@ -108,6 +108,34 @@ describe.each(['gemini', 'openai'] as const)('killing chat.ts (%s)', (provider) 
       await admin.rollback();
     }
     await expectValidHistory(id, 1);
+  });
+});
+
+describe('two processes in one conversation', () => {
+  it('save their turns one after the other, never interleaved', async () => {
+    const id = await conversationWithOneTurn('openai');
+    const before = fake.chats().length;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Both questions look something up, then answer; the answers wait until both processes are mid-turn.
+    // The two processes' requests can arrive in any order, so each reply is chosen by what it answers.
+    const reply = (view: ChatView) =>
+      view.toolResults.length
+        ? { text: `Answer to: ${view.lastUserText}`, gate }
+        : { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
+    fake.reply(reply, reply, reply, reply);
+    const first = runScript(ASK, ['--quiet', `--conversation=${id}`, 'First process'], { env: env('openai') });
+    const second = runScript(ASK, ['--quiet', `--conversation=${id}`, 'Second process'], { env: env('openai') });
+    await fake.waitForChat(before + 4);
+    release();
+    expect((await first).code).toBe(0);
+    expect((await second).code).toBe(0);
+    const history = await loadHistory(id);
+    expect(history.damaged).toEqual([]);
+    const roles = history.messages.map((m) => `${m.role}${m.role === 'user' ? `:${m.content}` : ''}`);
+    // Each turn is whole: user, the call, its result, the answer — whichever process saved first.
+    const turns = roles.slice(4).join(' ').split(/ (?=user:)/);
+    expect(turns.sort()).toEqual(['user:First process assistant tool assistant', 'user:Second process assistant tool assistant']);
   });
 });
 
