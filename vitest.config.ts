@@ -1,4 +1,5 @@
 // Test settings: a clean provider environment for every test, and database tests only where MySQL answers.
+import { rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
@@ -20,6 +21,10 @@ if (problem) {
   );
   exclude.push('**/*.db.test.ts');
 }
+
+// Traces written by the tests go to a temporary folder, emptied at the start of each run.
+const testLogs = path.join(os.tmpdir(), 'nimbus-test-logs');
+rmSync(testLogs, { recursive: true, force: true });
 
 export default defineConfig({
   test: {
@@ -44,7 +49,7 @@ export default defineConfig({
       OPENAI_REASONING_EFFORT: '',
       GOOGLE_API_KEY: '',
       DB_NAME: 'nimbus_tests_must_use_a_scratch_database',
-      LOG_DIR: path.join(os.tmpdir(), 'nimbus-test-logs'),
+      LOG_DIR: testLogs,
       NO_COLOR: '1',
     },
   },
