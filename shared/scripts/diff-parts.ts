@@ -1,21 +1,33 @@
-// `npm run diff -- 5 6` prints what chapter 6 changed: `diff -ru part-05 part-06`, run from the repo root.
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
+// `npm run diff -- 5 6` prints what chapter 6 changed, code first and new files in full (see chapter-diff.ts).
 import { parseFlags, runMain, UsageError } from '../cli.ts';
-import { ROOT_DIR } from '../config.ts';
+import { chapterDiff } from './chapter-diff.ts';
 
-const USAGE = 'Usage: npm run diff -- <from> <to>   (e.g. npm run diff -- 5 6)';
+const USAGE = `Usage: npm run diff -- <from> <to> [--all]   (e.g. npm run diff -- 5 6)
+
+Prints what changed between two parts, file by file: SQL first, then each module before the modules
+that import it, the scripts you run last. New files are shown in full. --all adds the README, tests/
+and scenarios.json after the code.`;
 
 await runMain(async () => {
-  const { positionals } = parseFlags({ options: {}, allowPositionals: true });
+  const { values, positionals } = parseFlags({
+    options: {
+      all: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
   if (positionals.length !== 2) throw new UsageError('Give two part numbers.');
   const [from, to] = positionals.map((value) => {
-    const dir = `part-${value.padStart(2, '0')}`;
-    if (!/^\d{1,2}$/.test(value) || !existsSync(path.join(ROOT_DIR, dir))) throw new UsageError(`There is no ${dir}.`);
-    return dir;
+    if (!/^\d{1,2}$/.test(value)) throw new UsageError(`"${value}" is not a part number.`);
+    return Number(value);
   });
-  // diff exits 1 when the folders differ, which is the expected outcome here, not a failure.
-  const result = spawnSync('diff', ['-ru', from, to], { cwd: ROOT_DIR, stdio: 'inherit' });
-  return result.status === 2 ? 1 : 0;
+  // Quitting a pager early (`| less`, `| head`) closes the pipe mid-write; that is the reader's choice, not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+  process.stdout.write(chapterDiff(from, to, { all: values.all }).text);
 }, USAGE);

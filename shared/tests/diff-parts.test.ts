@@ -1,0 +1,111 @@
+// `npm run diff` shows a chapter's code in reading order, new files in full, on the real part folders.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../cli.ts';
+import { ROOT_DIR } from '../config.ts';
+import { chapterDiff } from '../scripts/chapter-diff.ts';
+import { runScript } from '../testing/run-script.ts';
+
+const folder = (part: number) => `part-${String(part).padStart(2, '0')}`;
+const source = (part: number, file: string) => readFileSync(path.join(ROOT_DIR, folder(part), file), 'utf8');
+const isExtra = (file: string) => file === 'README.md' || file === 'scenarios.json' || file.startsWith('tests/');
+
+/** The diff of one file: everything from its `--- part-NN/file` line up to the next file's. */
+function section(text: string, from: number, file: string): string {
+  const found = text.split(/^(?=--- part-\d\d\/)/m).find((part) => part.startsWith(`--- ${folder(from)}/${file}\n`));
+  if (!found) throw new Error(`${file} is not in the diff`);
+  return found;
+}
+
+/** The file's lines, each with the given prefix, as diff prints a file added or removed whole. */
+const wholeFile = (text: string, prefix: string) => `${text.replace(/\n$/, '').split('\n').map((line) => prefix + line).join('\n')}\n`;
+
+describe('chapterDiff', () => {
+  it('shows a new file in full, every line an addition', () => {
+    expect(existsSync(path.join(ROOT_DIR, 'part-05', 'context.ts'))).toBe(false);
+    const [minus, plus, hunk, ...body] = section(chapterDiff(5, 6).text, 5, 'context.ts').split('\n');
+    expect([minus, plus]).toEqual(['--- part-05/context.ts', '+++ part-06/context.ts']);
+    expect(hunk).toMatch(/^@@ -0,0 \+1(,\d+)? @@$/);
+    expect(body.join('\n')).toBe(wholeFile(source(6, 'context.ts'), '+'));
+  });
+
+  it('shows a removed file in full, every line a removal', () => {
+    const [minus, plus, hunk, ...body] = section(chapterDiff(6, 5).text, 6, 'context.ts').split('\n');
+    expect([minus, plus]).toEqual(['--- part-06/context.ts', '+++ part-05/context.ts']);
+    expect(hunk).toMatch(/^@@ -1(,\d+)? \+0,0 @@$/);
+    expect(body.join('\n')).toBe(wholeFile(source(6, 'context.ts'), '-'));
+  });
+
+  it('lists every code file a chapter adds (parts 5 and 6)', () => {
+    for (const to of [5, 6]) {
+      const topLevel = (part: number) => readdirSync(path.join(ROOT_DIR, folder(part))).filter((f) => /\.(ts|sql)$/.test(f));
+      const added = topLevel(to).filter((file) => !topLevel(to - 1).includes(file));
+      expect(added.length).toBeGreaterThan(0);
+      expect(chapterDiff(to - 1, to).files).toEqual(expect.arrayContaining(added));
+    }
+  });
+
+  it('orders SQL first, then each module before the modules that import it, entry scripts last', () => {
+    const { files } = chapterDiff(5, 6);
+    const order = ['schema.sql', 'context.ts', 'memory.ts', 'agent.ts', 'chat.ts'].map((file) => files.indexOf(file));
+    expect(order.every((index) => index >= 0)).toBe(true);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    const entryScripts = files.filter((file) => source(6, file).includes('runMain('));
+    expect(entryScripts).toContain('chat.ts');
+    expect(files.slice(-entryScripts.length)).toEqual(entryScripts);
+  });
+
+  it('prints exactly the listed files, in order, under a one-line summary naming them', () => {
+    const { files, text } = chapterDiff(5, 6);
+    const [summary] = text.split('\n');
+    expect(summary.startsWith(`Chapter 6: ${files.length} code files changed — ${files.join(', ')}.`)).toBe(true);
+    expect([...text.matchAll(/^\+\+\+ part-06\/(.+)$/gm)].map((match) => match[1])).toEqual(files);
+  });
+
+  it('leaves out unchanged files', () => {
+    expect(source(6, 'split-sql.ts')).toBe(source(5, 'split-sql.ts'));
+    const { files, text } = chapterDiff(5, 6, { all: true });
+    expect(files).not.toContain('split-sql.ts');
+    expect(text).not.toContain('part-06/split-sql.ts');
+    for (const file of files) {
+      const read = (part: number) => (existsSync(path.join(ROOT_DIR, folder(part), file)) ? source(part, file) : undefined);
+      expect(read(6), file).not.toBe(read(5));
+    }
+  });
+
+  it('leaves out the README, tests/ and scenarios.json unless asked, then puts them after the code', () => {
+    const code = chapterDiff(5, 6);
+    expect(code.files.filter(isExtra)).toEqual([]);
+    expect(code.text).not.toMatch(/^\+\+\+ part-06\/(README\.md|scenarios\.json|tests\/)/m);
+    expect(code.text.split('\n')[0]).toContain('add --all to see them');
+
+    const all = chapterDiff(5, 6, { all: true });
+    expect(all.files.slice(0, code.files.length)).toEqual(code.files);
+    const extras = all.files.slice(code.files.length);
+    expect(extras.every(isExtra)).toBe(true);
+    expect(extras).toEqual(expect.arrayContaining(['README.md', 'scenarios.json']));
+    expect(extras.some((file) => file.startsWith('tests/'))).toBe(true);
+    expect(all.text).toContain('+++ part-06/README.md\n');
+  });
+
+  it('refuses a part that does not exist', () => {
+    expect(() => chapterDiff(5, 99)).toThrow(new UsageError('There is no part-99.'));
+  });
+});
+
+describe('npm run diff', () => {
+  it('prints the summary, then the first file’s diff', async () => {
+    const result = await runScript('shared/scripts/diff-parts.ts', ['5', '6']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Chapter 6: \d+ code files changed — schema\.sql, .*\n--- part-05\/schema\.sql\n\+\+\+ part-06\/schema\.sql\n@@ /);
+  });
+
+  it('answers anything but two part numbers with one sentence and the usage, exit code 2', async () => {
+    const result = await runScript('shared/scripts/diff-parts.ts', ['5']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^Give two part numbers\.\nUsage: npm run diff -- <from> <to>/);
+  });
+});
