@@ -49,6 +49,11 @@ export default defineConfig({
       OPENAI_REASONING_EFFORT: '',
       GOOGLE_API_KEY: '',
       DB_NAME: 'nimbus_tests_must_use_a_scratch_database',
+      // The demo customer signs in, whatever a developer's .env says; tests of other customers say so.
+      CUSTOMER_EMAIL: 'maya.patel@example.com',
+      MEMORY_MAX_CHARS: '',
+      MEMORY_RECENT_TURNS: '',
+      LLM_TIMEOUT_SECONDS: '',
       LOG_DIR: testLogs,
       NO_COLOR: '1',
     },

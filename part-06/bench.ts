@@ -1,52 +1,66 @@
-// Measures what memory costs per question as conversations grow: `npm run bench` (add --json for machine-readable output).
+// Measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
-import { parseFlags, runMain } from '../shared/cli.ts';
-import { closePool, connectionOptions } from '../shared/db.ts';
+import { UsageError, parseFlags, runMain } from '../shared/cli.ts';
+import { closePool, connectionOptions, explainDatabaseError } from '../shared/db.ts';
+import { commandFor } from '../shared/hints.ts';
 import type { Message } from '../shared/llm/index.ts';
 import { buildContext, MEMORY_MAX_CHARS } from './context.ts';
-import { loadContext, loadMessages, newConversation, saveMessages, type StoredMessage } from './memory.ts';
+import { loadContext } from './load-context.ts';
+import { loadMessages, newConversation, saveMessages, type StoredMessage } from './memory.ts';
 import { splitSqlStatements } from './split-sql.ts';
 
-const USAGE = `Usage: npm run bench [-- --json] [-- --runs=N]
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]')}
 
 Creates a scratch database, fills conversations of 10, 100, 1,000 and 10,000 turns, and measures the
-memory cost of one question (loadContext: load + build context) and of saving one turn. Then it
-compares the characters sent per request with and without trimming over a 30-turn conversation.
-The scratch database is dropped at the end.`;
+memory cost of one question (loadContext: load + build context) and of saving one turn, N times each
+(default 40, at least 5). Then it compares the characters sent per request with and without trimming
+over a 30-turn conversation. The scratch database is dropped at the end, also after Ctrl-C.`;
 
 const SIZES = [10, 100, 1_000, 10_000];
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 await runMain(async () => {
-  const { values } = parseFlags({
-    options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, runs: { type: 'string', default: '40' } },
-  });
-  if (values.help) return void console.log(USAGE);
-  const runs = Math.max(5, Number(values.runs) || 40);
+  const { values } = parseFlags({ options: { json: { type: 'boolean' }, runs: { type: 'string', default: '40' } } });
+  if (!/^\d+$/.test(values.runs) || Number(values.runs) < 5) throw new UsageError(`--runs must be a whole number of at least 5 (got "${values.runs}").`);
+  const runs = Number(values.runs);
   const log = values.json ? () => {} : (line: string) => console.error(line);
 
   const database = `nimbus_bench_${Date.now().toString(36)}`;
-  const admin = await mysql.createConnection(connectionOptions());
+  const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
+    throw explainDatabaseError(error);
+  });
   await admin.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  // Interrupted (Ctrl-C, or the reader of a pipe went away): drop the scratch database before leaving.
+  const dropAndLeave = async () => {
+    await closePool();
+    await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});
+    process.exit(130);
+  };
+  process.once('SIGINT', dropAndLeave);
+  process.once('SIGTERM', dropAndLeave);
+  process.stdout.on('error', dropAndLeave);
   process.env.DB_NAME = database;
   try {
     await admin.query(`USE \`${database}\``);
     for (const statement of splitSqlStatements(await readFile(path.join(HERE, 'schema.sql'), 'utf8'))) await admin.query(statement);
+    await admin.query("INSERT INTO customers (id, name, email) VALUES (1, 'Bench Customer', 'bench@example.com')");
 
     const sizes = [];
     for (const turns of SIZES) {
       log(`Filling a conversation of ${turns} turns…`);
-      const id = await newConversation();
+      const conversation = newConversation(1);
+      await saveMessages(conversation, [{ message: { role: 'user', content: 'first' } }]);
+      const id = conversation.id;
       await fillConversation(admin, id, turns);
       // Warm up the connection pool and MySQL's buffer pool before measuring.
       for (let i = 0; i < 3; i++) await loadContext(id);
       const load = await timeRuns(runs, () => loadContext(id));
       const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () => buildContext(await loadMessages(id)));
-      const save = await timeRuns(runs, () => saveMessages(id, realisticTurn(turns)));
+      const save = await timeRuns(runs, () => saveMessages(conversation, realisticTurn(turns).map((message) => ({ message }))));
       sizes.push({
         turns,
         load_ms_median: round(percentile(load, 50)),

@@ -1,98 +1,166 @@
-// Chat with Nimbus in the terminal. Every exchange is saved in MySQL, so a conversation can be resumed later.
+// Chat with Nimbus in the terminal. Every step is saved in MySQL, so a conversation can be resumed later.
 import readline from 'node:readline';
 import { dim, parseFlags, runMain } from '../shared/cli.ts';
+import { ensureLogDir, llmSettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
-import { runAgent, TurnCancelled } from './agent.ts';
-import { conversationExists, newConversation, parseConversationId } from './memory.ts';
+import { commandFor } from '../shared/hints.ts';
+import { ProviderError } from '../shared/llm/index.ts';
+import { printable } from '../shared/text.ts';
+import { QuestionTooLong, runAgent, TurnCancelled, type Session } from './agent.ts';
+import { buildIndex, describeIndexStatus, indexStatus } from './embedding-index.ts';
+import { ConversationBusy, ConversationDeleted, findConversation, newConversation, parseConversationId } from './memory.ts';
+import { progressBar } from './progress-bar.ts';
+import { describeCustomer, signIn } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx chat.ts [--resume=<id>] [--quiet]
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
-Chat with Nimbus. Every exchange is saved; continue a conversation later with --resume=<id>.
-Type exit or quit (or press Ctrl-D) to leave. Ctrl-C cancels the question Nimbus is working on;
-at an empty prompt it leaves. --quiet hides the step-by-step trace lines.`;
+Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every exchange is saved;
+continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
+leave. Ctrl-C cancels the question Nimbus is working on; at an empty prompt it leaves.
+--quiet hides the step-by-step trace lines.`;
 
 await runMain(async () => {
   const { values } = parseFlags({
     options: {
-      help: { type: 'boolean', short: 'h' },
       quiet: { type: 'boolean', short: 'q' },
       resume: { type: 'string' },
+      customer: { type: 'string' },
     },
   });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
   const resume = values.resume === undefined ? undefined : parseConversationId(values.resume, '--resume');
+  // Settings first: a missing key or a bad LOG_DIR is said before anything is created or asked.
+  llmSettings();
+  ensureLogDir();
   await ensureDatabase();
+  const customer = await signIn(values.customer);
+  console.log(`Signed in as ${describeCustomer(customer)}.`);
 
-  let conversationId: string;
-  if (resume && (await conversationExists(resume))) {
-    conversationId = resume;
-    console.log(`Resuming conversation ${conversationId}`);
-  } else {
+  let conversation = resume ? await findConversation(resume, customer.id) : undefined;
+  if (conversation) console.log(`Resuming conversation ${conversation.id}`);
+  else {
     if (resume) console.log(`Conversation ${resume} was not found; starting a new one.`);
-    conversationId = await newConversation();
-    console.log(`New conversation ${conversationId}`);
+    conversation = newConversation(customer.id);
+    console.log(`New conversation ${conversation.id}`);
   }
+  const session: Session = { customer, conversation };
+  await checkSearchIndex();
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
 
-  await chatLoop(conversationId, values.quiet ?? false);
-  console.log(`Bye! Resume later with: npx tsx chat.ts --resume=${conversationId}`);
+  await chatLoop(session, values.quiet ?? false);
+  // Nothing is stored until the first answer, so only then is there something to resume.
+  console.log(session.conversation.saved ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}`)}` : 'Bye!');
 }, USAGE);
 
-async function chatLoop(conversationId: string, quiet: boolean): Promise<void> {
+async function chatLoop(session: Session, quiet: boolean): Promise<void> {
   const interactive = Boolean(process.stdin.isTTY);
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout, terminal: interactive, prompt: 'You: ' });
+  const rl = interactive ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' }) : undefined;
+  const lines = rl ?? pipedLines(process.stdin);
+  const prompt = () => (rl ? rl.prompt() : process.stdout.write('You: '));
   let working: AbortController | undefined;
   let leftByTyping = false;
 
   // Ctrl-C: cancel the question in progress; clear a half-typed line; at an empty prompt, leave.
   const onInterrupt = () => {
     if (working) working.abort();
-    else if (rl.line) {
+    else if (rl?.line) {
       rl.write(null, { ctrl: true, name: 'e' });
       rl.write(null, { ctrl: true, name: 'u' });
-    } else rl.close();
+    } else if (rl) rl.close();
+    else process.stdin.destroy();
   };
-  rl.on('SIGINT', onInterrupt); // Ctrl-C typed in a terminal
+  rl?.on('SIGINT', onInterrupt); // Ctrl-C typed in a terminal
   process.on('SIGINT', onInterrupt); // a SIGINT signal, e.g. when the input is piped from a file
 
   try {
-    rl.prompt();
+    prompt();
     // Lines typed (or piped) while Nimbus works wait in the iterator's queue until the loop asks for them.
-    for await (const line of rl) {
+    for await (const line of lines) {
       const question = line.trim();
       if (!question) {
-        if (interactive) rl.prompt();
+        if (interactive) prompt();
         continue;
       }
       // A piped line is not echoed by the terminal: print it, so the output reads like a session.
-      if (!interactive) console.log(line);
+      if (!interactive) console.log(printable(line));
       if (/^(exit|quit)$/i.test(question)) {
         leftByTyping = true;
         break;
       }
-
       working = new AbortController();
       try {
-        const result = await runAgent(question, conversationId, { quiet, signal: working.signal });
-        console.log(`Nimbus: ${result.answer}\n`);
-      } catch (error) {
-        // The database failing affects this question only; anything else (a wrong key, say) ends the chat.
-        if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
-        else if (error instanceof DatabaseError) console.error(`${error.message}\n`);
-        else throw error;
+        await ask(question, session, quiet, working.signal);
       } finally {
         working = undefined;
       }
-      rl.prompt();
+      prompt();
     }
   } finally {
-    rl.close();
+    rl?.close();
     process.off('SIGINT', onInterrupt);
   }
   // Ctrl-D or Ctrl-C leave the cursor after "You: ".
   if (!leftByTyping) console.log();
+}
+
+/** One question. Whatever goes wrong with it is said in one line and the chat goes on, except a setup problem. */
+async function ask(question: string, session: Session, quiet: boolean, signal: AbortSignal): Promise<void> {
+  try {
+    const result = await runAgent(question, session, { quiet, signal });
+    console.log(`Nimbus: ${printable(result.answer)}\n`);
+    if (result.saveError) console.error(`Not saved: ${result.saveError}\n`);
+  } catch (error) {
+    if (error instanceof ConversationDeleted) {
+      session.conversation = newConversation(session.customer.id);
+      console.log(`${error.message} Continuing in a new conversation: ${session.conversation.id}`);
+      return ask(question, session, quiet, signal);
+    }
+    if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
+    else if (error instanceof QuestionTooLong || error instanceof ConversationBusy || error instanceof DatabaseError) console.error(`${error.message}\n`);
+    // A wrong key or model name ends the chat: every further question would fail the same way.
+    else throw error;
+  }
+}
+
+/** Lines of piped input, split at "\n" only: a carriage return inside a line stays in it (readline would split there). */
+async function* pipedLines(input: NodeJS.ReadStream): AsyncGenerator<string> {
+  input.setEncoding('utf8');
+  let buffer = '';
+  try {
+    for await (const chunk of input) {
+      buffer += chunk;
+      for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
+        yield buffer.slice(0, end).replace(/\r$/, '');
+        buffer = buffer.slice(end + 1);
+      }
+    }
+  } catch (error) {
+    // Ctrl-C at an empty prompt closes the input: that is the end of the chat, not an error.
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
+    return;
+  }
+  if (buffer) yield buffer.replace(/\r$/, '');
+}
+
+/**
+ * Says once if help-center search will fall back to keywords (index missing, partial or built by
+ * another model), with the command that fixes it; on a terminal, offers to build it right now.
+ */
+async function checkSearchIndex(): Promise<void> {
+  const command = commandFor(new URL('./build-index.ts', import.meta.url));
+  const problem = describeIndexStatus(await indexStatus(), command);
+  if (!problem) return;
+  console.log(dim(problem));
+  if (!process.stdin.isTTY) return;
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  const yes = await new Promise<string>((resolve) => rl.question('Build it now? [y/N] ', resolve));
+  rl.close();
+  if (!/^y(es)?$/i.test(yes.trim())) return;
+  const bar = progressBar('Embedding the help center:');
+  try {
+    await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress) });
+  } catch (error) {
+    if (!(error instanceof ProviderError)) throw error;
+    console.log(`The index is not finished (${error.message}). Run later: ${command}`);
+  }
 }

@@ -5,21 +5,48 @@
 // result (and a result without its call): cutting between messages could separate them.
 //
 // Three layers, newest first:
-//   1. the last MEMORY_RECENT_TURNS turns, whole: the model can rely on its own recent tool results,
+//   1. the last `recentTurns` turns, full: the model can rely on its own recent tool results,
 //      and Gemini gets its own messages back verbatim (provider_raw);
 //   2. older turns compacted to question and answer: what was settled, without the working;
-//   3. then, while the whole still exceeds MEMORY_MAX_CHARS, the oldest turns are dropped.
+//   3. then, while the whole still exceeds `maxChars`, the oldest turns are dropped.
+import { integerSetting } from '../shared/config.ts';
 import type { AssistantMessage, Message } from '../shared/llm/index.ts';
 
-/** Turns kept whole. Two covers a follow-up ("and the other order?") and the question before it. */
+/** Turns kept full by default. Two covers a follow-up ("and the other order?") and the question before it. */
 export const MEMORY_RECENT_TURNS = 2;
 /**
- * The history budget, in characters of JSON (about 3,000 tokens). It bounds what every request
- * costs, however long the conversation: the current question's own steps come on top.
+ * The history budget by default, in characters of JSON (about 3,000 tokens). It bounds what every
+ * request costs, however long the conversation: the current question's own steps come on top.
  */
 export const MEMORY_MAX_CHARS = 12_000;
 
+export interface MemoryBudget {
+  maxChars: number;
+  recentTurns: number;
+}
+
+/** The budget in use: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS from .env, or the defaults above. */
+export function memoryBudget(): MemoryBudget {
+  return {
+    maxChars: integerSetting('MEMORY_MAX_CHARS', MEMORY_MAX_CHARS, 1),
+    recentTurns: integerSetting('MEMORY_RECENT_TURNS', MEMORY_RECENT_TURNS, 1),
+  };
+}
+
 export type Turn = Message[];
+
+/** What happens to a stored turn: sent as it is, shortened to question and answer, or left out. */
+export type Fate = 'full' | 'compacted' | 'dropped';
+
+export interface TurnInContext {
+  fate: Fate;
+  /** The turn as stored, and as sent ([] when dropped). */
+  turn: Turn;
+  sent: Turn;
+  /** Its share of the budget's measure: JSON characters as stored, and as sent (0 when dropped). */
+  storedChars: number;
+  sentChars: number;
+}
 
 export interface Context {
   messages: Message[];
@@ -28,6 +55,8 @@ export interface Context {
   full: number;
   compacted: number;
   dropped: number;
+  /** Every turn, oldest first, with its fate: what show-conversation --context shows. */
+  turns: TurnInContext[];
 }
 
 /** A new turn starts at each user message; anything before the first one is a turn of its own. */
@@ -47,30 +76,58 @@ export function compactTurn(turn: Turn): Turn {
   return answer ? [...question, { role: 'assistant', content: answer.content }] : question;
 }
 
-export function buildContext(messages: Message[]): Context {
+export function buildContext(messages: Message[], budget: MemoryBudget = memoryBudget()): Context {
   const turns = splitIntoTurns(messages);
-  const recentFrom = Math.max(0, turns.length - MEMORY_RECENT_TURNS);
-  const shaped = turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
+  const shaped = shapeTurns(turns, budget);
+  const sizes = shaped.map(size);
 
-  // Each turn is measured once. JSON.stringify of n turns is "[" + the turns joined by "," + "]",
-  // so its length is 1 + Σ(turn length + 1). Dropping a turn just subtracts its share: linear time.
-  const sizes = shaped.map((turn) => JSON.stringify(turn).length + 1);
-  let chars = 1 + sizes.reduce((sum, size) => sum + size, 0);
+  // JSON.stringify of n turns is "[" + the turns joined by "," + "]", so its length is
+  // 1 + Σ(turn length + 1). Dropping a turn just subtracts its share: linear time.
+  let chars = 1 + sizes.reduce((sum, n) => sum + n, 0);
   let first = 0;
-  while (chars > MEMORY_MAX_CHARS && shaped.length - first > 1) chars -= sizes[first++];
-  if (shaped.length === first) chars = 2; // "[]"
+  while (chars > budget.maxChars && turns.length - first > 1) chars -= sizes[first++];
+  if (turns.length === first) chars = 2; // "[]"
 
-  const kept = shaped.slice(first);
+  const plan = turns.map((turn, i): TurnInContext => {
+    const fate: Fate = i < first ? 'dropped' : shaped[i] === turn ? 'full' : 'compacted';
+    return { fate, turn, sent: fate === 'dropped' ? [] : shaped[i], storedChars: size(turn), sentChars: fate === 'dropped' ? 0 : sizes[i] };
+  });
   return {
-    messages: kept.flat(),
+    messages: plan.flatMap((t) => t.sent),
     chars,
-    full: kept.length - Math.max(0, recentFrom - first),
-    compacted: Math.max(0, recentFrom - first),
+    full: plan.filter((t) => t.fate === 'full').length,
+    compacted: plan.filter((t) => t.fate === 'compacted').length,
     dropped: first,
+    turns: plan,
   };
 }
 
-/** The size one turn adds to the context, in the shape it would be sent (whole or compacted). */
-export function turnSize(turn: Turn, whole: boolean): number {
-  return JSON.stringify(whole ? turn : compactTurn(turn)).length + 1;
+/**
+ * The budget's measure, added up newest turn first with the same rules as buildContext. Once it passes
+ * maxChars, buildContext would drop every older turn: loadContext stops reading there.
+ */
+export class BudgetMeter {
+  private chars = 1; // "[" of JSON.stringify(turns)
+  private turns = 0;
+  constructor(private readonly budget: MemoryBudget) {}
+
+  /** Adds the next older turn, in the shape buildContext would send it. */
+  add(turn: Turn): void {
+    this.chars += size(this.turns++ < this.budget.recentTurns ? turn : compactTurn(turn));
+  }
+
+  get full(): boolean {
+    return this.chars > this.budget.maxChars;
+  }
+}
+
+/** Layers 1 and 2: the newest turns stay as they are (the same array), older ones are compacted. */
+function shapeTurns(turns: Turn[], budget: MemoryBudget): Turn[] {
+  const recentFrom = Math.max(0, turns.length - budget.recentTurns);
+  return turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
+}
+
+/** One turn's share of JSON.stringify(turns).length: its own length plus the comma (or bracket) after it. */
+function size(turn: Turn): number {
+  return JSON.stringify(turn).length + 1;
 }

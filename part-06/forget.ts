@@ -1,27 +1,41 @@
-// Deletes one conversation everywhere: `npx tsx forget.ts <id>` removes its messages and its traces.
-import path from 'node:path';
+// Deletes conversations everywhere: `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ROOT_DIR } from '../shared/config.ts';
+import { commandFor, displayPath } from '../shared/hints.ts';
 import { parseConversationId } from './memory.ts';
-import { forgetConversation } from './retention.ts';
-import { ensureDatabase } from './setup-database.ts';
+import { forgetConversation, forgetCustomer, type Removed } from './retention.ts';
+import { findCustomer } from './session.ts';
+import { checkDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx forget.ts <conversation id>
+const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
+       ${commandFor(import.meta.url, '--customer=<email>')}
 
-Deletes the conversation, all its messages and its trace file under logs/, and says what it removed.`;
+Deletes a conversation, all its messages and its trace file under logs/, and says what it removed;
+with --customer, every conversation of that customer (a request to delete their data). This is an
+operator's tool: it acts on any customer's conversations. A question being answered in a
+conversation is waited for, at most 30 s.`;
 
 await runMain(async () => {
-  const { values, positionals } = parseFlags({ options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
-  if (values.help) return void console.log(USAGE);
-  if (positionals.length !== 1) throw new UsageError('Give exactly one conversation id.');
-  const id = parseConversationId(positionals[0], 'forget');
-  await ensureDatabase();
+  const { values, positionals } = parseFlags({ options: { customer: { type: 'string' } }, allowPositionals: true });
+  if (values.customer !== undefined && positionals.length) throw new UsageError('Give a conversation id or --customer, not both.');
+  if (values.customer === undefined && positionals.length !== 1) throw new UsageError('Give exactly one conversation id, or --customer=<email>.');
+  const id = values.customer === undefined ? parseConversationId(positionals[0], 'forget') : undefined;
+  await checkDatabase();
 
-  const removed = await forgetConversation(id);
-  if (!removed) {
-    console.log(`Conversation ${id} was not found; nothing to delete.`);
+  if (id) {
+    const removed = await forgetConversation(id);
+    if (!removed) console.log(`Conversation ${id} was not found; nothing to delete.`);
+    else report(removed);
     return;
   }
-  console.log(`Deleted conversation ${id}: ${removed.messages} messages.`);
-  console.log(removed.traceFile ? `Deleted its trace file: ${path.relative(ROOT_DIR, removed.traceFile)}` : 'It had no trace file.');
+  const customer = await findCustomer(values.customer!);
+  if (!customer) throw new UsageError(`There is no customer with the email ${values.customer!.trim().toLowerCase()}.`);
+  const removed = await forgetCustomer(customer.id);
+  for (const r of removed) report(r);
+  const messages = removed.reduce((sum, r) => sum + r.messages, 0);
+  console.log(`Deleted ${removed.length} conversation${removed.length === 1 ? '' : 's'} (${messages} message${messages === 1 ? '' : 's'}) of ${customer.email}.`);
 }, USAGE);
+
+function report(removed: Removed): void {
+  const trace = removed.traceFile ? ` and its trace file ${displayPath(removed.traceFile)}` : '';
+  console.log(`Deleted conversation ${removed.conversationId}: ${removed.messages} message${removed.messages === 1 ? '' : 's'}${trace}.`);
+}

@@ -1,37 +1,37 @@
 // Deletes conversations nobody has used for N days, with their messages and traces: `npx tsx prune.ts --days=90`.
-import path from 'node:path';
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ROOT_DIR } from '../shared/config.ts';
+import { commandFor, displayPath } from '../shared/hints.ts';
 import { planPrune, prune } from './retention.ts';
-import { ensureDatabase } from './setup-database.ts';
+import { checkDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx prune.ts --days=<N> [--dry-run]
+const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
 
 Deletes conversations not updated for N days (their messages and trace files too), and trace files
-older than N days that belong to no conversation. --dry-run lists them without deleting anything.`;
+older than N days that belong to no conversation. --dry-run lists them without deleting anything.
+A conversation in use at that moment is skipped.`;
 
 await runMain(async () => {
-  const { values } = parseFlags({
-    options: { help: { type: 'boolean', short: 'h' }, days: { type: 'string' }, 'dry-run': { type: 'boolean' } },
-  });
-  if (values.help) return void console.log(USAGE);
+  const { values } = parseFlags({ options: { days: { type: 'string' }, 'dry-run': { type: 'boolean' } } });
   if (values.days === undefined || !/^[1-9]\d*$/.test(values.days)) {
     throw new UsageError(`--days must be a positive whole number of days (got ${values.days === undefined ? 'nothing' : `"${values.days}"`}).`);
   }
   const days = Number(values.days);
-  await ensureDatabase();
+  await checkDatabase();
 
   const plan = await planPrune(days);
   const dryRun = values['dry-run'] ?? false;
   const verb = dryRun ? 'Would delete' : 'Deleted';
-  const relative = (file: string) => path.relative(ROOT_DIR, file);
-
-  const removed = dryRun
-    ? plan.conversations.map((c) => ({ conversationId: c.id, messages: c.messages }))
+  const { removed, busy } = dryRun
+    ? { removed: plan.conversations.map((c) => ({ conversationId: c.id, messages: c.messages })), busy: [] }
     : await prune(plan, days);
-  for (const r of removed) console.log(`${verb} conversation ${r.conversationId} (${r.messages} messages) and its traces`);
-  for (const file of plan.orphanTraces) console.log(`${verb} trace ${relative(file)}`);
+  for (const r of removed) console.log(`${verb} conversation ${r.conversationId} (${plural(r.messages, 'message')}) and its traces`);
+  for (const id of busy) console.log(`Skipped conversation ${id}: a question is being answered in it right now`);
+  for (const file of plan.orphanTraces) console.log(`${verb} trace ${displayPath(file)}`);
   console.log(
-    `${verb} ${removed.length} conversation${removed.length === 1 ? '' : 's'} and ${plan.orphanTraces.length} other trace file${plan.orphanTraces.length === 1 ? '' : 's'} older than ${days} days.`,
+    `${verb} ${plural(removed.length, 'conversation')} and ${plural(plan.orphanTraces.length, 'other trace file')} older than ${plural(days, 'day')}.`,
   );
 }, USAGE);
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}

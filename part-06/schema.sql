@@ -1,23 +1,11 @@
 -- The store's tables: customers, products, orders and their items, support tickets, the help center,
 -- and the assistant's memory: conversations and their messages.
--- Re-running this file starts from a clean slate: it drops its own tables, then creates them.
+-- Safe to run again: it creates only the tables that are missing and never drops or changes one
+-- (setup.ts resets the database, after asking).
 -- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < schema.sql
 
--- Other tables (added in later chapters) may point at these; switch the checks off just for the drop.
-SET FOREIGN_KEY_CHECKS = 0;
-DROP TABLE IF EXISTS messages;
-DROP TABLE IF EXISTS conversations;
-DROP TABLE IF EXISTS help_chunks;
-DROP TABLE IF EXISTS help_articles;
-DROP TABLE IF EXISTS tickets;
-DROP TABLE IF EXISTS order_items;
-DROP TABLE IF EXISTS orders;
-DROP TABLE IF EXISTS products;
-DROP TABLE IF EXISTS customers;
-SET FOREIGN_KEY_CHECKS = 1;
-
 -- utf8mb4 stores any character, emoji included; MySQL's old "utf8" stops at 3 bytes.
-CREATE TABLE customers (
+CREATE TABLE IF NOT EXISTS customers (
   id         INT UNSIGNED NOT NULL AUTO_INCREMENT,
   name       VARCHAR(100) NOT NULL,
   email      VARCHAR(255) NOT NULL,
@@ -26,7 +14,7 @@ CREATE TABLE customers (
   UNIQUE KEY uq_customers_email (email)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
-CREATE TABLE products (
+CREATE TABLE IF NOT EXISTS products (
   id    INT UNSIGNED  NOT NULL AUTO_INCREMENT,
   sku   VARCHAR(32)   NOT NULL,
   name  VARCHAR(200)  NOT NULL,
@@ -37,7 +25,7 @@ CREATE TABLE products (
   CONSTRAINT chk_products_price CHECK (price >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
-CREATE TABLE orders (
+CREATE TABLE IF NOT EXISTS orders (
   id            INT UNSIGNED  NOT NULL AUTO_INCREMENT,
   customer_id   INT UNSIGNED  NOT NULL,
   status        ENUM('pending', 'paid', 'shipped', 'delivered', 'cancelled', 'refunded') NOT NULL,
@@ -53,7 +41,7 @@ CREATE TABLE orders (
   CONSTRAINT fk_orders_customer FOREIGN KEY (customer_id) REFERENCES customers (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci AUTO_INCREMENT = 1001;
 
-CREATE TABLE order_items (
+CREATE TABLE IF NOT EXISTS order_items (
   order_id   INT UNSIGNED      NOT NULL,
   product_id INT UNSIGNED      NOT NULL,
   quantity   SMALLINT UNSIGNED NOT NULL,
@@ -67,23 +55,28 @@ CREATE TABLE order_items (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
 -- Requests for a person: refunds, damaged items, anything the assistant cannot settle itself.
-CREATE TABLE tickets (
-  id         INT UNSIGNED NOT NULL AUTO_INCREMENT,
-  category   ENUM('refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty',
-                  'billing', 'account', 'other') NOT NULL,
+CREATE TABLE IF NOT EXISTS tickets (
+  id          INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  -- Whose ticket it is: always the signed-in customer, never someone the model named.
+  customer_id INT UNSIGNED NOT NULL,
+  category    ENUM('refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty',
+                   'billing', 'account', 'other') NOT NULL,
   -- Written by the model from the customer's words: any text, so TEXT in utf8mb4.
-  summary    TEXT         NOT NULL,
-  order_id   INT UNSIGNED NULL,
-  status     ENUM('open', 'in_progress', 'closed') NOT NULL DEFAULT 'open',
-  created_at DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  summary     TEXT         NOT NULL,
+  order_id    INT UNSIGNED NULL,
+  status      ENUM('open', 'in_progress', 'closed') NOT NULL DEFAULT 'open',
+  created_at  DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
   PRIMARY KEY (id),
+  -- "Does this customer already have an open ticket about this?" is asked before every new one.
+  KEY idx_tickets_customer (customer_id, status),
   KEY idx_tickets_order (order_id),
+  CONSTRAINT fk_tickets_customer FOREIGN KEY (customer_id) REFERENCES customers (id),
   CONSTRAINT fk_tickets_order FOREIGN KEY (order_id) REFERENCES orders (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci AUTO_INCREMENT = 5001;
 
 -- One row per help-center article (a Markdown file). The hash of the file tells ingest whether
 -- anything changed since the last run.
-CREATE TABLE help_articles (
+CREATE TABLE IF NOT EXISTS help_articles (
   id           INT UNSIGNED NOT NULL AUTO_INCREMENT,
   slug         VARCHAR(100) NOT NULL,
   title        VARCHAR(200) NOT NULL,
@@ -95,7 +88,7 @@ CREATE TABLE help_articles (
 
 -- Articles cut into passages small enough to search and to quote. Each passage has its own
 -- embedding: a vector of numbers that places texts with similar meaning close together.
-CREATE TABLE help_chunks (
+CREATE TABLE IF NOT EXISTS help_chunks (
   id              INT UNSIGNED      NOT NULL AUTO_INCREMENT,
   article_id      INT UNSIGNED      NOT NULL,
   position        SMALLINT UNSIGNED NOT NULL,
@@ -115,28 +108,39 @@ CREATE TABLE help_chunks (
   CONSTRAINT fk_help_chunks_article FOREIGN KEY (article_id) REFERENCES help_articles (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
--- One row per conversation. The id is 16 random bytes as 32 hex characters, never a counter:
--- whoever knows an id can read that conversation, so ids must not be guessable.
-CREATE TABLE conversations (
-  id         CHAR(32)    CHARACTER SET ascii NOT NULL,
-  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+-- One row per conversation, created when its first turn is saved. The id is 16 random bytes as 32 hex
+-- characters, never a counter; and each conversation belongs to one customer, who alone may continue it.
+CREATE TABLE IF NOT EXISTS conversations (
+  id          CHAR(32)     CHARACTER SET ascii NOT NULL,
+  customer_id INT UNSIGNED NOT NULL,
+  created_at  DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   -- Bumped with every saved turn: retention ("not used for N days") is measured from here.
-  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  updated_at  DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (id),
-  KEY idx_conversations_updated (updated_at)
+  KEY idx_conversations_customer (customer_id, updated_at),
+  KEY idx_conversations_updated (updated_at),
+  -- A customer's data goes with them: deleting the customer deletes their conversations.
+  CONSTRAINT fk_conversations_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
 -- Every message of every conversation, in the neutral format, provider_raw included. The system
 -- prompt is never stored: it is added fresh to each request, so prompt changes reach old conversations.
-CREATE TABLE messages (
+CREATE TABLE IF NOT EXISTS messages (
   id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
   conversation_id CHAR(32)        CHARACTER SET ascii NOT NULL,
   role            ENUM('user', 'assistant', 'tool') NOT NULL,
   -- The whole message. (MariaDB stores JSON as LONGTEXT; the code accepts a string or an object.)
   data            JSON            NOT NULL,
+  -- For a message the model wrote: what its request cost, as the provider counted it, and how many
+  -- characters were sent. Kept beside the message so the neutral format stays the same everywhere.
+  input_tokens    INT UNSIGNED    NULL,
+  output_tokens   INT UNSIGNED    NULL,
+  request_chars   INT UNSIGNED    NULL,
+  -- Set when the message had to be changed to be stored (too long, too deeply nested): what and why.
+  storage_note    VARCHAR(255)    NULL,
   created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (id),
-  -- "This conversation's messages, newest first" is the one query memory makes.
+  -- Memory reads one conversation's messages in id order (newest first when loading context).
   KEY idx_messages_conversation (conversation_id, id),
   CONSTRAINT fk_messages_conversation FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

@@ -1,14 +1,68 @@
-// Creates (or resets) the store's database for this part: `npx tsx setup.ts` or, from the root, `npm run setup`.
-import { parseFlags, runMain } from '../shared/cli.ts';
-import { setupDatabase } from './setup-database.ts';
+// Resets the database to the sample store: `npx tsx setup.ts` (`npm run setup` at the root). Says what goes, and asks first.
+import readline from 'node:readline/promises';
+import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { ConfigError } from '../shared/config.ts';
+import { commandFor } from '../shared/hints.ts';
+import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
+import { buildIndex } from './embedding-index.ts';
+import { progressBar } from './progress-bar.ts';
+import { deleteTraceFiles, existingTraceFiles } from './retention.ts';
+import { planReset, resetDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx setup.ts
+const USAGE = `Usage: ${commandFor(import.meta.url)} [--yes]
 
-Creates the database named by DB_NAME in .env (if needed) and loads this part's tables and sample data.
-Running it again resets those tables.`;
+Resets the database named by DB_NAME in .env: drops this part's tables, creates them again with the
+sample store, and indexes the help center. If the database holds conversations or tickets, it first
+says what it would delete (with their trace files) and asks; --yes confirms without asking.
+Every other command creates what is missing by itself: you only need this to start over.`;
 
 await runMain(async () => {
-  const { values } = parseFlags({ options: { help: { type: 'boolean', short: 'h' } } });
-  if (values.help) return void console.log(USAGE);
-  await setupDatabase();
+  const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
+  const plan = await planReset();
+  const traces = existingTraceFiles(plan.conversations);
+  const losses = [
+    count(plan.conversations.length, 'conversation') + (plan.messages ? ` (${count(plan.messages, 'message')})` : ''),
+    count(plan.tickets, 'support ticket'),
+    count(traces.length, 'trace file'),
+  ].filter((text) => !text.startsWith('0 '));
+  if (losses.length) {
+    console.log(`Resetting database "${plan.database}" deletes ${losses.join(', ')}.`);
+    if (!values.yes && !(await confirmed())) {
+      console.log('Nothing was changed.');
+      return 1;
+    }
+  }
+  await resetDatabase();
+  const deleted = deleteTraceFiles(traces);
+  if (deleted.length) console.log(`Deleted ${count(deleted.length, 'trace file')}.`);
+  await indexHelpCenter();
 }, USAGE);
+
+/** On a terminal, asks; in a script (no terminal to ask on), --yes is required. */
+async function confirmed(): Promise<boolean> {
+  if (!process.stdin.isTTY) throw new UsageError('Nothing was changed: run it again with --yes to confirm.');
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return /^y(es)?$/i.test((await rl.question('Delete them? Type yes to continue: ')).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/** Embeds the help center when an embedding model is configured; otherwise says how search works and how to fix it. */
+async function indexHelpCenter(): Promise<void> {
+  try {
+    const model = embeddingModel();
+    if (!model) return void console.log('No embedding model is configured: help-center search uses keywords (MySQL FULLTEXT).');
+    const bar = progressBar(`Embedding the help center with ${model}:`);
+    await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress) });
+  } catch (error) {
+    if (!(error instanceof ConfigError || error instanceof ProviderError)) throw error;
+    console.log(`Skipped the search index: ${error.message}`);
+    console.log(`Search uses keywords until you build it: ${commandFor(new URL('./build-index.ts', import.meta.url))}`);
+  }
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}

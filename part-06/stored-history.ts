@@ -7,7 +7,15 @@
 // Damaged pieces are left out, not repaired. A made-up "interrupted" result would tell the model a tool
 // finished (or failed) when we do not know which: whether a ticket was created, say. Leaving the pieces
 // out keeps only what we know happened; the customer's question and the final answer stay.
-import type { AssistantMessage, Message, ToolMessage } from '../shared/llm/index.ts';
+//
+// One thing is added: a turn that stops after its tool results (the process was killed between a saved
+// step and the answer) is closed with INTERRUPTED_ANSWER, so the next request is valid for every
+// provider and the model sees that the steps above it really happened.
+import { isPlainObject, type AssistantMessage, type Message, type ToolMessage } from '../shared/llm/index.ts';
+import { providerRawAgrees } from '../shared/llm/provider-raw.ts';
+
+/** Closes a turn whose answer never came: saved when a question is cancelled after a step, added on loading after a crash. */
+export const INTERRUPTED_ANSWER = '(This answer was interrupted. The steps above it were carried out.)';
 
 export interface StoredRow {
   id: number;
@@ -23,8 +31,8 @@ export interface Damage {
 
 export interface History {
   messages: Message[];
-  /** The row id of each message in `messages`. */
-  ids: number[];
+  /** The row id of each message in `messages`; undefined for an INTERRUPTED_ANSWER added on loading. */
+  ids: Array<number | undefined>;
   damaged: Damage[];
 }
 
@@ -71,7 +79,24 @@ export function readHistory(rows: StoredRow[]): History {
   }
 
   damaged.sort((a, b) => a.id - b.id);
-  return { messages: kept.map((k) => k.message), ids: kept.map((k) => k.id), damaged };
+  const closed = closeInterruptedTurns(kept);
+  return { messages: closed.map((k) => k.message), ids: closed.map((k) => k.id), damaged };
+}
+
+/** 3. Every turn ends with an answer: one that stops after a tool step (or at its question) gets INTERRUPTED_ANSWER. */
+function closeInterruptedTurns(kept: Array<{ id: number; message: Message }>): Array<{ id?: number; message: Message }> {
+  const result: Array<{ id?: number; message: Message }> = [];
+  const close = () => {
+    const last = result.at(-1)?.message;
+    const answered = last?.role === 'assistant' && !last.tool_calls?.length;
+    if (last && !answered) result.push({ message: { role: 'assistant', content: INTERRUPTED_ANSWER } });
+  };
+  for (const entry of kept) {
+    if (entry.message.role === 'user') close();
+    result.push(entry);
+  }
+  close();
+  return result;
 }
 
 /** The message, or why it cannot be used. */
@@ -84,7 +109,7 @@ function parseRow(row: StoredRow): Message | string {
       return 'invalid JSON';
     }
   }
-  if (!isObject(data)) return 'not a message object';
+  if (!isPlainObject(data)) return 'not a message object';
   if (data.role !== 'user' && data.role !== 'assistant' && data.role !== 'tool') return `unknown role ${JSON.stringify(data.role)}`;
   if (data.role !== row.role) return `role column "${row.role}" does not match the message's role "${data.role}"`;
 
@@ -97,13 +122,10 @@ function parseRow(row: StoredRow): Message | string {
   const validCalls =
     calls === undefined ||
     (Array.isArray(calls) &&
-      calls.every((c) => isObject(c) && typeof c.id === 'string' && typeof c.name === 'string' && isObject(c.arguments)));
-  const raw = data.provider_raw;
-  const validRaw = raw === undefined || (isObject(raw) && (raw.provider === 'gemini' || raw.provider === 'openai') && isObject(raw.message));
-  if (typeof data.content !== 'string' || !validCalls || !validRaw) return 'malformed assistant message';
-  return data as unknown as AssistantMessage;
-}
-
-function isObject(value: unknown): value is Record<string, any> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+      calls.every((c) => isPlainObject(c) && typeof c.id === 'string' && typeof c.name === 'string' && isPlainObject(c.arguments)));
+  if (typeof data.content !== 'string' || !validCalls) return 'malformed assistant message';
+  // provider_raw is replayed verbatim: one that no longer matches the message (edited, damaged, or
+  // holding something the neutral fields leave out) is dropped, and the message is rebuilt from them.
+  const { provider_raw: raw, ...message } = data as unknown as AssistantMessage;
+  return raw !== undefined && providerRawAgrees({ ...message, provider_raw: raw }) ? { ...message, provider_raw: raw } : message;
 }

@@ -1,4 +1,4 @@
-// What every entry script shares: argument parsing, dim status lines, and one-line errors instead of stack traces.
+// What every entry script shares: flags and --help, dim status lines, and one-line errors instead of stack traces.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
 import { DatabaseError, closePool } from './db.ts';
@@ -9,12 +9,36 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** node:util parseArgs, with its errors turned into a UsageError the user can act on. */
-export function parseFlags<T extends ParseArgsConfig>(config: T) {
+/** --help or -h: runMain prints the usage and exits 0. */
+class HelpRequested extends Error {}
+
+/**
+ * node:util parseArgs with --help/-h added to every script, and its errors reworded as one sentence
+ * (Node's own messages are a paragraph about positional arguments).
+ */
+export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  const options = { help: { type: 'boolean', short: 'h' }, ...config.options } as T['options'];
+  let parsed;
   try {
-    return parseArgs({ ...config, strict: true });
+    parsed = parseArgs({ ...config, options, strict: true });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message.split('\n')[0] : String(error));
+    throw new UsageError(reword(error as NodeJS.ErrnoException));
+  }
+  if ((parsed.values as { help?: boolean }).help) throw new HelpRequested();
+  return parsed as ReturnType<typeof parseArgs<T>>;
+}
+
+function reword(error: NodeJS.ErrnoException): string {
+  const option = /'(-[^' ]+)/.exec(error.message)?.[1];
+  switch (error.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `Unknown option ${option}.`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return /argument missing/.test(error.message) ? `${option} needs a value, e.g. ${option}=…` : `${option} takes no value.`;
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `Unexpected argument ${/'([^']*)'/.exec(error.message)?.[1] ?? ''}: this command takes none.`;
+    default:
+      return error.message.split('\n')[0];
   }
 }
 
@@ -30,7 +54,7 @@ export function dim(text: string, stream: NodeJS.WriteStream = process.stdout): 
  * Runs an entry script's main function. Known failures become one sentence on stderr and an exit code
  * (2 for usage, 1 otherwise); the database pool is closed so the process can end.
  */
-export async function runMain(main: () => Promise<number | void>, usage?: string): Promise<void> {
+export async function runMain(main: () => Promise<number | void>, usage: string): Promise<void> {
   let code: number;
   try {
     code = (await main()) ?? 0;
@@ -42,10 +66,14 @@ export async function runMain(main: () => Promise<number | void>, usage?: string
   process.exitCode = code;
 }
 
-function reportError(error: unknown, usage?: string): number {
+function reportError(error: unknown, usage: string): number {
+  if (error instanceof HelpRequested) {
+    console.log(usage);
+    return 0;
+  }
   if (error instanceof UsageError) {
     console.error(error.message);
-    if (usage) console.error(usage);
+    console.error(usage);
     return 2;
   }
   if (error instanceof ConfigError || error instanceof DatabaseError || error instanceof ProviderError) {

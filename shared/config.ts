@@ -1,4 +1,5 @@
 // Settings come from the repo-root .env (or real environment variables) and are checked only when needed.
+import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { config as loadDotenv } from 'dotenv';
@@ -95,6 +96,29 @@ export function llmSettings(): LlmSettings {
   };
 }
 
+/** The signed-in customer's email (CUSTOMER_EMAIL), if set: a terminal has no login, so configuration says who it is. */
+export function customerEmail(): string | undefined {
+  return read('CUSTOMER_EMAIL');
+}
+
+/** The longest one model call may take, retries and their waits included (LLM_TIMEOUT_SECONDS, default 120). */
+export function llmTimeoutMs(): number {
+  return integerSetting('LLM_TIMEOUT_SECONDS', 120, 1) * 1000;
+}
+
+/**
+ * A whole-number setting such as MEMORY_MAX_CHARS: the default when unset, a ConfigError naming the
+ * variable when it is not a whole number of at least `min`.
+ */
+export function integerSetting(name: string, fallback: number, min: number): number {
+  const value = read(name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min || !Number.isSafeInteger(Number(value))) {
+    throw new ConfigError(`${name} must be a whole number of at least ${min} (it is "${value}"). Fix it in .env.`);
+  }
+  return Number(value);
+}
+
 function optionalUrl(name: string): string | undefined {
   const value = read(name);
   if (value === undefined) return undefined;
@@ -135,4 +159,23 @@ export function dbSettings(): DbSettings {
 /** Where traces are written: logs/ at the repo root unless LOG_DIR says otherwise. */
 export function logDir(): string {
   return path.resolve(ROOT_DIR, read('LOG_DIR') ?? 'logs');
+}
+
+/**
+ * Creates the trace folder and proves it can be written to, so a bad LOG_DIR (a file, a read-only or
+ * special path) is one clear sentence at start instead of a failure in the middle of an answer.
+ */
+export function ensureLogDir(): string {
+  const dir = logDir();
+  try {
+    mkdirSync(dir, { recursive: true });
+    if (!statSync(dir).isDirectory()) throw new Error('it is not a folder');
+    const probe = path.join(dir, `.write-test-${process.pid}`);
+    closeSync(openSync(probe, 'w'));
+    unlinkSync(probe);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new ConfigError(`Traces cannot be written to ${dir} (${reason}). Set LOG_DIR in .env to a folder you can write to.`);
+  }
+  return dir;
 }

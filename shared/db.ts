@@ -9,6 +9,11 @@ export class DatabaseError extends Error {
 
 let pool: Pool | undefined;
 
+/** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
+const LOCK_WAIT_SECONDS = 5;
+/** How long any one statement or transaction may take: a frozen server or a dead network fails instead of hanging. */
+const QUERY_TIMEOUT_MS = 60_000;
+
 /** Connection options shared by the pool and by setup's server-level connection. */
 export function connectionOptions(settings: DbSettings = dbSettings()) {
   return {
@@ -26,6 +31,10 @@ function getPool(): Pool {
   if (!pool) {
     const settings = dbSettings();
     pool = mysql.createPool({ ...connectionOptions(settings), database: settings.database, connectionLimit: 4 });
+    // Every new connection first bounds its lock waits; the driver runs this before any other statement.
+    pool.on('connection', (connection) => {
+      connection.query(`SET SESSION innodb_lock_wait_timeout = ${LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = ${LOCK_WAIT_SECONDS}`);
+    });
   }
   return pool;
 }
@@ -33,31 +42,98 @@ function getPool(): Pool {
 /** Runs one parameterised statement. Placeholders (?) keep customer text out of the SQL itself. */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
   try {
-    const [rows] = await getPool().query(sql, params);
+    const [rows] = await getPool().query({ sql, timeout: QUERY_TIMEOUT_MS }, params);
     return rows as T;
   } catch (error) {
     throw explainDatabaseError(error);
   }
 }
 
-/** Runs fn inside one transaction: everything it wrote is committed together, or nothing is. */
-export async function withTransaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
-  let connection: PoolConnection;
-  try {
-    connection = await getPool().getConnection();
-  } catch (error) {
-    throw explainDatabaseError(error);
+/** A transaction or a lock wait was stopped by its signal (Ctrl-C): nothing was written. */
+export class DatabaseCancelled extends Error {
+  override name = 'DatabaseCancelled';
+  constructor() {
+    super('Cancelled: nothing was written.');
   }
+}
+
+/**
+ * Runs fn inside one transaction: everything it wrote is committed together, or nothing is.
+ * Ctrl-C (`signal`) or a transaction running past QUERY_TIMEOUT_MS closes the connection, which makes
+ * the server roll back: a save stuck behind a lock or a frozen network never holds up the program.
+ */
+export async function withTransaction<T>(fn: (connection: PoolConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) throw new DatabaseCancelled();
+  const connection = await getConnection();
+  const timeout = AbortSignal.timeout(QUERY_TIMEOUT_MS);
+  const stop = signal ? AbortSignal.any([signal, timeout]) : timeout;
+  let closed = false;
+  const closeConnection = () => {
+    closed = true;
+    connection.destroy();
+  };
+  stop.addEventListener('abort', closeConnection, { once: true });
   try {
     await connection.beginTransaction();
     const result = await fn(connection);
     await connection.commit();
     return result;
   } catch (error) {
+    if (signal?.aborted) throw new DatabaseCancelled();
+    if (timeout.aborted) throw new DatabaseError(`MySQL did not finish within ${QUERY_TIMEOUT_MS / 1000} s, so nothing was written.`);
     await connection.rollback().catch(() => {});
     throw explainDatabaseError(error);
   } finally {
-    connection.release();
+    stop.removeEventListener('abort', closeConnection);
+    if (!closed) connection.release();
+  }
+}
+
+/** The lock was held elsewhere for longer than we were willing to wait. */
+export class LockBusy extends Error {
+  override name = 'LockBusy';
+}
+
+/**
+ * Runs fn while holding a named lock (MySQL's GET_LOCK): one holder at a time across every process
+ * using this server. The lock belongs to a connection, so a killed process releases it by itself.
+ * Waits at most `waitSeconds` (0: do not wait), then throws LockBusy; Ctrl-C (`signal`) stops the wait.
+ */
+export async function withNamedLock<T>(name: string, waitSeconds: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const connection = await getConnection();
+  let closed = false;
+  const closeConnection = () => {
+    closed = true;
+    connection.destroy();
+  };
+  signal?.addEventListener('abort', closeConnection, { once: true });
+  try {
+    let got: number | null;
+    try {
+      const [rows] = await connection.query<Array<{ got: number | null } & mysql.RowDataPacket>>('SELECT GET_LOCK(?, ?) AS got', [name, waitSeconds]);
+      got = rows[0].got;
+    } catch (error) {
+      if (signal?.aborted) throw new DatabaseCancelled();
+      throw explainDatabaseError(error);
+    }
+    if (got !== 1) throw new LockBusy(`Lock ${name} is held elsewhere.`);
+    signal?.removeEventListener('abort', closeConnection);
+    try {
+      return await fn();
+    } finally {
+      await connection.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => {});
+    }
+  } finally {
+    signal?.removeEventListener('abort', closeConnection);
+    if (!closed) connection.release();
+  }
+}
+
+async function getConnection(): Promise<PoolConnection> {
+  try {
+    return await getPool().getConnection();
+  } catch (error) {
+    throw explainDatabaseError(error);
   }
 }
 
@@ -94,6 +170,12 @@ export function explainDatabaseError(error: unknown): unknown {
       return new DatabaseError(`Database "${database}" does not exist on ${where}. Run: npm run setup`);
     case 'ER_NO_SUCH_TABLE':
       return new DatabaseError(`${error.message} in ${where}. Run: npm run setup`);
+    case 'ER_LOCK_WAIT_TIMEOUT':
+      return new DatabaseError(`${where} was busy: another session held a lock for more than ${LOCK_WAIT_SECONDS} s (ER_LOCK_WAIT_TIMEOUT).`);
+    case 'PROTOCOL_SEQUENCE_TIMEOUT':
+      return new DatabaseError(`${where} did not answer within ${QUERY_TIMEOUT_MS / 1000} s.`);
+    case 'ER_NET_PACKET_TOO_LARGE':
+      return new DatabaseError(`${where} refused a statement larger than its max_allowed_packet.`);
     default:
       return error;
   }

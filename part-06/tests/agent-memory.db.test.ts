@@ -1,22 +1,25 @@
-// The agent with memory: each turn saved whole at the end, earlier turns sent back, fallbacks stored as answers.
+// The agent with memory: each step saved as it completes, earlier turns sent back, fallbacks and interruptions stored as answers.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER, TurnCancelled } from '../agent.ts';
-import { loadMessages, newConversation } from '../memory.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER, TurnCancelled, type Session } from '../agent.ts';
+import { loadMessages, loadRows, newConversation } from '../memory.ts';
+import { ensureDatabase } from '../setup-database.ts';
+import { INTERRUPTED_ANSWER } from '../stored-history.ts';
 import { conversationTraceFile } from '../trace.ts';
 
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
-let conversation: string;
+let session: Session;
 const quiet = { quiet: true };
 
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
 });
 afterAll(async () => {
   await fake.close();
@@ -27,50 +30,79 @@ afterEach(() => {
   expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
 });
 
+const storedRoles = async () => (await loadRows(session.conversation.id)).map((row) => row.role);
+
 describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provider) => {
   beforeEach(async () => {
     Object.assign(process.env, fake.env(provider));
     fake.requests.length = 0;
-    conversation = await newConversation();
+    session = { customer: maya, conversation: newConversation(maya.id) };
+    await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
 
-  it('saves the whole turn at the end, and sends it back with the next question', async () => {
+  it('saves each step as it completes, and sends the turn back with the next question', async () => {
+    let release!: () => void;
     fake.reply(
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
-      { text: 'Order 1042 has shipped.' },
+      { text: 'Order 1042 has shipped.', gate: new Promise<void>((resolve) => (release = resolve)) },
     );
-    await runAgent('Where is order 1042?', conversation, quiet);
-    const stored = await loadMessages(conversation);
+    const first = runAgent('Where is order 1042?', session, quiet);
+    await fake.waitForChat(2);
+    // The answer is still being written, but the tool step is already on record: call and result together.
+    expect(await storedRoles()).toEqual(['user', 'assistant', 'tool']);
+    release();
+    await first;
+    const stored = await loadMessages(session.conversation.id);
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(stored[1]).toMatchObject({ tool_calls: [{ name: 'get_order_status' }], provider_raw: { provider } });
     expect(stored[3]).toMatchObject({ content: 'Order 1042 has shipped.', provider_raw: { provider } });
 
     fake.reply((view) => ({ text: `You asked ${view.messages.filter((m) => m.role === 'user').length} questions.` }));
-    const second = await runAgent('How many questions did I ask?', conversation, quiet);
+    const second = await runAgent('How many questions did I ask?', session, quiet);
     expect(second.answer).toBe('You asked 2 questions.');
     const sent = fake.chats()[2].view!;
     expect(sent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
     expect(sent.system).toContain('Nimbus');
+    expect(sent.system).toContain('"Maya Patel" (maya.patel@example.com)');
     // The system prompt is never stored: it is added fresh to every request.
-    expect((await loadMessages(conversation)).some((m) => (m.role as string) === 'system')).toBe(false);
+    expect((await loadMessages(session.conversation.id)).some((m) => (m.role as string) === 'system')).toBe(false);
+  });
+
+  it('keeps the token counts and request size of every model call beside the message it wrote', async () => {
+    fake.reply(
+      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }], usage: { input: 321, output: 12 } },
+      { text: 'Shipped.', usage: { input: 456, output: 7 } },
+    );
+    await runAgent('Where is order 1042?', session, quiet);
+    const rows = await loadRows(session.conversation.id);
+    expect(rows.map((r) => [r.role, r.input_tokens, r.output_tokens])).toEqual([
+      ['user', null, null],
+      ['assistant', 321, 12],
+      ['tool', null, null],
+      ['assistant', 456, 7],
+    ]);
+    // The request size is what was sent: the second request carried the first step too.
+    expect(rows[1].request_chars).toBeGreaterThan(1000);
+    expect(rows[3].request_chars).toBeGreaterThan(rows[1].request_chars!);
   });
 
   it('stores the fallback as a plain answer after the step limit, and the history stays valid', async () => {
     fake.reply(...Array.from({ length: MAX_STEPS }, (_, i) => ({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }] })));
-    await runAgent('Everything, please', conversation, quiet);
-    const stored = await loadMessages(conversation);
+    await runAgent('Everything, please', session, quiet);
+    const stored = await loadMessages(session.conversation.id);
     expect(stored.at(-1)).toEqual({ role: 'assistant', content: STEP_LIMIT_ANSWER });
+    expect(stored.filter((m) => m.role === 'tool')).toHaveLength(MAX_STEPS);
     fake.reply({ text: 'ok' });
-    await runAgent('Still there?', conversation, quiet);
+    await runAgent('Still there?', session, quiet);
     expect(fake.chats().at(-1)!.status).toBe(200);
   });
 
   it('stores the fallback after a provider error and after an empty answer', async () => {
     fake.reply({ error: { status: 400, message: 'Bad request' } });
-    await runAgent('First', conversation, quiet);
+    await runAgent('First', session, quiet);
     fake.reply({ text: '' });
-    await runAgent('Second', conversation, quiet);
-    expect(await loadMessages(conversation)).toEqual([
+    await runAgent('Second', session, quiet);
+    expect(await loadMessages(session.conversation.id)).toEqual([
       { role: 'user', content: 'First' },
       { role: 'assistant', content: API_ERROR_ANSWER },
       { role: 'user', content: 'Second' },
@@ -78,17 +110,57 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     ]);
   });
 
-  it('saves nothing when the question is cancelled while the model is working', async () => {
+  it('saves nothing, not even the conversation, when cancelled before any tool ran', async () => {
     const controller = new AbortController();
     let release!: () => void;
     fake.reply({ text: 'too late', gate: new Promise<void>((resolve) => (release = resolve)) });
-    const pending = runAgent('Cancel me', conversation, { ...quiet, signal: controller.signal }).catch((e) => e);
+    const pending = runAgent('Cancel me', session, { ...quiet, signal: controller.signal }).catch((e) => e);
     await fake.waitForChat(1);
     controller.abort();
-    expect(await pending).toBeInstanceOf(TurnCancelled);
+    const error = await pending;
+    expect(error).toBeInstanceOf(TurnCancelled);
+    expect(error.kept).toBe('nothing');
     release();
-    expect(await loadMessages(conversation)).toEqual([]);
-    const types = readFileSync(conversationTraceFile(conversation), 'utf8').trim().split('\n').map((line) => JSON.parse(line).type);
+    expect(session.conversation.saved).toBe(false);
+    expect(await query('SELECT id FROM conversations WHERE id = ?', [session.conversation.id])).toEqual([]);
+    const types = readFileSync(conversationTraceFile(session.conversation.id), 'utf8').trim().split('\n').map((line) => JSON.parse(line).type);
     expect(types).toEqual(['start', 'memory', 'cancelled']);
+  });
+
+  it('keeps what a tool did when cancelled after it ran, closes the turn, and shows it to the next question', async () => {
+    const controller = new AbortController();
+    fake.reply(
+      { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: 'Refund for 1042.', order_id: 1042 } }] },
+      { text: 'never delivered', gate: new Promise(() => {}) },
+    );
+    const pending = runAgent('Open a refund ticket for 1042', session, { ...quiet, signal: controller.signal }).catch((e) => e);
+    await fake.waitForChat(2);
+    controller.abort();
+    const error = await pending;
+    expect(error).toBeInstanceOf(TurnCancelled);
+    expect(error.kept).toBe('steps');
+    const stored = await loadMessages(session.conversation.id);
+    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(stored[3]).toEqual({ role: 'assistant', content: INTERRUPTED_ANSWER });
+    const ticket = JSON.parse((stored[2] as { content: string }).content);
+    expect(ticket).toMatchObject({ created: true });
+
+    // "Yes please" again: the model sees the ticket, and asking for it again opens no second one.
+    fake.reply(
+      { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: 'Refund for 1042, again.', order_id: 1042 } }] },
+      (view) => ({ text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.` }),
+    );
+    const next = await runAgent('Yes please, open it.', session, quiet);
+    const sent = fake.chats().at(-2)!.view!.messages.map((m) => m.tool_result?.result as { ticket_id?: number } | undefined);
+    expect(sent.some((result) => result?.ticket_id === ticket.ticket_id)).toBe(true);
+    expect(next.answer).toBe(`Your ticket is #${ticket.ticket_id}.`);
+    const [count] = await query<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM tickets WHERE order_id = 1042 AND customer_id = 1 AND status = 'open'");
+    expect(count.n).toBe(1);
+  });
+
+  it('keeps what a tool did when the key turns out wrong mid-turn, and closes the turn', async () => {
+    fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] }, { error: { status: 401 } });
+    await expect(runAgent('Where is 1042?', session, quiet)).rejects.toThrow(/API_KEY/);
+    expect((await loadMessages(session.conversation.id)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
   });
 });

@@ -1,23 +1,24 @@
 // The agent loop through the fake provider, for both providers, against a real database.
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { closePool } from '../../shared/db.ts';
+import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER } from '../agent.ts';
+import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER, type Session } from '../agent.ts';
 import { loadMessages, newConversation } from '../memory.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { REPEATED_CALL_ERROR } from '../safe-run-tool.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
-let conversation: string;
+let session: Session;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
 });
 afterAll(async () => {
   await fake.close();
@@ -44,16 +45,17 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   beforeEach(async () => {
     Object.assign(process.env, fake.env(provider));
     fake.requests.length = 0;
-    conversation = await newConversation();
+    session = { customer: maya, conversation: newConversation(maya.id) };
+    await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
 
   it('works through a two-step task: look up, check eligibility, answer', async () => {
     fake.reply(
-      { tool_calls: [{ name: 'list_customer_orders', arguments: { email: 'maya.patel@example.com' } }] },
+      { tool_calls: [{ name: 'list_customer_orders', arguments: {} }] },
       (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: result(view).orders[1].order_id } }] }),
       (view) => ({ text: `Order ${result(view).order_id}: ${result(view).reason}` }),
     );
-    const outcome = await runAgent('Can I return my headphones? My email is maya.patel@example.com', conversation, quiet);
+    const outcome = await runAgent('Can I return my headphones? My email is maya.patel@example.com', session, quiet);
     expect(outcome).toMatchObject({
       answer: 'Order 1043: Paid 20 days ago, outside the 14-day refund window.',
       outcome: 'answered',
@@ -75,13 +77,13 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       },
       (view) => ({ text: view.toolResults.map((r: any) => r.result.status).join(', ') }),
     );
-    const outcome = await runAgent('Where are orders 1042 and 1043?', conversation, quiet);
+    const outcome = await runAgent('Where are orders 1042 and 1043?', session, quiet);
     expect(outcome).toMatchObject({ answer: 'shipped, delivered', steps: 2 });
   });
 
   it('stops at the step limit with a friendly answer', async () => {
     fake.reply(...Array.from({ length: MAX_STEPS }, (_, i) => ({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }] })));
-    const outcome = await runAgent('Tell me everything', conversation, quiet);
+    const outcome = await runAgent('Tell me everything', session, quiet);
     expect(outcome).toMatchObject({ answer: STEP_LIMIT_ANSWER, outcome: 'step_limit', steps: MAX_STEPS });
     expect(fake.chats()).toHaveLength(MAX_STEPS);
     expect(readTrace(outcome.traceFile).map((e) => e.type)).toContain('step_limit');
@@ -96,11 +98,11 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'create_support_ticket', arguments: reordered }] },
       (view) => ({ text: JSON.stringify(result(view)) }),
     );
-    const outcome = await runAgent('Open a refund ticket for 1042', conversation, quiet);
+    const outcome = await runAgent('Open a refund ticket for 1042', session, quiet);
     expect(outcome.answer).toBe(JSON.stringify({ error: REPEATED_CALL_ERROR }));
     const results = readTrace(outcome.traceFile).filter((e) => e.type === 'tool_result').map((e) => e.result);
     expect(results[0]).toMatchObject({ created: true });
-    expect(results[1]).toMatchObject({ created: true });
+    expect(results[1]).toEqual({ created: false, already_open: true, ticket_id: results[0].ticket_id, status: 'open' });
     expect(results[2]).toEqual({ error: REPEATED_CALL_ERROR });
   });
 
@@ -109,12 +111,12 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'issue_refund_now', arguments: { order_id: 1042 } }] },
       (view) => ({ text: `Tool said: ${result(view).error}` }),
     );
-    const outcome = await runAgent('Refund 1042 now', conversation, quiet);
+    const outcome = await runAgent('Refund 1042 now', session, quiet);
     expect(outcome.answer).toMatch(/^Tool said: Unknown tool "issue_refund_now"/);
     expect(outcome.outcome).toBe('answered');
   });
 
-  it('turns a tool that throws (the database went away) into a result, and then saves nothing', async () => {
+  it('turns a tool that throws (the database went away) into a result, and still answers when the turn cannot be saved', async () => {
     const port = process.env.DB_PORT;
     fake.reply(
       () => {
@@ -126,8 +128,10 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       (view) => ({ text: `Sorry: ${result(view).error}` }),
     );
     try {
-      // The model still gets a result it can read…
-      await expect(runAgent('Where is 1042?', conversation, quiet)).rejects.toThrow(/^Cannot reach MySQL at .*:9/);
+      // The model still gets a result it can read, and the customer still gets the answer…
+      const outcome = await runAgent('Where is 1042?', session, quiet);
+      expect(outcome).toMatchObject({ answer: expect.stringMatching(/^Sorry: get_order_status failed/), outcome: 'answered' });
+      expect(outcome.saveError).toMatch(/^Cannot reach MySQL at .*:9/);
       expect(fake.chats()[1].view?.toolResults[0].result).toEqual({
         error: 'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
       });
@@ -135,10 +139,11 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       await closePool();
       process.env.DB_PORT = port ?? '';
     }
-    // …and the turn, which could not be saved, left nothing behind.
-    const events = readTrace(conversationTraceFile(conversation));
+    // …while the turn, which could not be saved, left nothing half-written behind.
+    const events = readTrace(conversationTraceFile(session.conversation.id));
     expect(events.find((e) => e.type === 'tool_result').exception).toMatch(/^Cannot reach MySQL at .*:9/);
-    expect(await loadMessages(conversation)).toEqual([]);
+    expect(events.filter((e) => e.type === 'save_failed')).toHaveLength(2);
+    expect(await loadMessages(session.conversation.id)).toEqual([]);
   });
 
   it('gives a friendly answer when the provider fails mid-loop', async () => {
@@ -146,7 +151,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
       { error: { status: 400, message: 'Request contains an invalid argument.' } },
     );
-    const outcome = await runAgent('Where is 1042?', conversation, quiet);
+    const outcome = await runAgent('Where is 1042?', session, quiet);
     expect(outcome).toMatchObject({ answer: API_ERROR_ANSWER, outcome: 'api_error', steps: 2 });
     const error = readTrace(outcome.traceFile).find((e) => e.type === 'api_error');
     expect(error).toMatchObject({ step: 2, status: 400, message: expect.stringContaining('Request contains an invalid argument.') });
@@ -154,12 +159,12 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
 
   it('stops with the provider\'s message when the key is wrong', async () => {
     fake.reply({ error: { status: 401 } });
-    await expect(runAgent('Hello', conversation, quiet)).rejects.toThrow(provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/);
+    await expect(runAgent('Hello', session, quiet)).rejects.toThrow(provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/);
   });
 
   it('asks to rephrase when the final answer is empty', async () => {
     fake.reply({ text: '   ' });
-    expect(await runAgent('Hmm', conversation, quiet)).toMatchObject({ answer: EMPTY_ANSWER, outcome: 'empty_answer', steps: 1 });
+    expect(await runAgent('Hmm', session, quiet)).toMatchObject({ answer: EMPTY_ANSWER, outcome: 'empty_answer', steps: 1 });
   });
 
   it('writes every event as one well-formed JSON line with a timestamp', async () => {
@@ -167,15 +172,15 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
       { text: 'Not eligible, sorry.' },
     );
-    const outcome = await runAgent('Refund for 1043?', conversation, quiet);
+    const outcome = await runAgent('Refund for 1043?', session, quiet);
     const events = readTrace(outcome.traceFile);
     expect(events.map((e) => e.type)).toEqual(['start', 'memory', 'tool_call', 'tool_result', 'final_answer', 'end']);
     for (const event of events) {
       expect(new Date(event.ts).toISOString()).toBe(event.ts);
       expect(event.trace).toBe(events[0].trace);
     }
-    expect(events[0]).toMatchObject({ question: 'Refund for 1043?', conversation_id: conversation });
-    expect(events[1]).toMatchObject({ messages: 0, chars: 2 });
+    expect(events[0]).toMatchObject({ question: 'Refund for 1043?', conversation_id: session.conversation.id });
+    expect(events[1]).toMatchObject({ full: 0, compacted: 0, dropped: 0, read_all: true, chars: 2, max_chars: 12_000 });
     expect(events[2]).toMatchObject({ step: 1, name: 'check_refund_eligibility', arguments: { order_id: 1043 }, ms: expect.any(Number) });
     expect(events[3]).toMatchObject({ step: 1, result: { eligible: false } });
     expect(events[4]).toMatchObject({ step: 2, ms: expect.any(Number) });

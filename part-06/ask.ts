@@ -1,0 +1,57 @@
+// Ask Nimbus one question within a conversation; it remembers earlier questions of the same conversation.
+import { dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { ensureLogDir, llmSettings } from '../shared/config.ts';
+import { commandFor } from '../shared/hints.ts';
+import { printable } from '../shared/text.ts';
+import { QuestionTooLong, runAgent } from './agent.ts';
+import { describeIndexStatus, indexStatus } from './embedding-index.ts';
+import { findConversation, newConversation, parseConversationId } from './memory.ts';
+import { describeCustomer, signIn } from './session.ts';
+import { ensureDatabase } from './setup-database.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
+
+Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. Without
+--conversation it starts a new conversation; pass the id it prints to ask a follow-up in the same
+conversation. --quiet shows only the answer.`;
+
+await runMain(async () => {
+  const { values, positionals } = parseFlags({
+    options: {
+      quiet: { type: 'boolean', short: 'q' },
+      customer: { type: 'string' },
+      conversation: { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  const requested = values.conversation === undefined ? undefined : parseConversationId(values.conversation, '--conversation');
+  const question = positionals.join(' ').trim();
+  if (!question) throw new UsageError('Please give Nimbus a question.');
+  // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
+  llmSettings();
+  ensureLogDir();
+  await ensureDatabase();
+  const customer = await signIn(values.customer);
+  if (!values.quiet) console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
+  const problem = describeIndexStatus(await indexStatus(), commandFor(new URL('./build-index.ts', import.meta.url)));
+  if (problem && !values.quiet) console.error(dim(problem, process.stderr));
+
+  let conversation = requested ? await findConversation(requested, customer.id) : undefined;
+  if (requested && !conversation) console.error(`Conversation ${requested} was not found; starting a new one.`);
+  conversation ??= newConversation(customer.id);
+
+  let result;
+  try {
+    result = await runAgent(question, { customer, conversation }, { quiet: values.quiet });
+  } catch (error) {
+    if (error instanceof QuestionTooLong) throw new UsageError(error.message);
+    throw error;
+  }
+  console.log(printable(result.answer));
+  const tokens = result.usage.input_tokens + result.usage.output_tokens;
+  console.error(dim(`(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`, process.stderr));
+  if (result.saveError) console.error(`Not saved: ${result.saveError}`);
+  else console.error(`Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id} "…"`)}`);
+  // A fallback apology is still printed for the customer, but scripts should see that something failed.
+  return result.outcome === 'api_error' || result.saveError ? 1 : 0;
+}, USAGE);

@@ -1,0 +1,69 @@
+// Makes a message fit the messages table before it is sent: what a model or a customer writes is not always storable.
+//
+// MariaDB checks JSON columns: it rejects a lone UTF-16 surrogate (half an emoji) and 32 or more levels of
+// nesting. Every server refuses a statement larger than max_allowed_packet (16 MB by default on MariaDB),
+// and a huge answer counts twice, in `content` and in `provider_raw`. Rather than lose the whole turn,
+// the message is changed as little as possible, and the change is recorded in `storage_note`.
+import { isPlainObject } from '../shared/llm/index.ts';
+import { shorten, wellFormed } from '../shared/text.ts';
+import type { StoredMessage } from './memory.ts';
+
+/** The most JSON characters one stored message may take: well inside any packet limit, even as 4-byte UTF-8. */
+export const MAX_STORED_CHARS = 100_000;
+/** The deepest JSON MariaDB accepts, counting every object and array from the top (32 levels are refused). */
+const MAX_JSON_DEPTH = 31;
+
+export interface Storable {
+  message: StoredMessage;
+  /** What was changed and why; undefined when the message is stored exactly as it was. */
+  note?: string;
+}
+
+export function storable(original: StoredMessage): Storable {
+  const notes: string[] = [];
+  let message = mapStrings(original, wellFormed) as StoredMessage;
+  if (JSON.stringify(message) !== JSON.stringify(original)) notes.push('broken characters replaced');
+
+  // provider_raw is a copy of what the neutral fields say; dropping it only means the message is
+  // rebuilt from those fields when replayed (Gemini then gets the documented dummy signature).
+  if (message.role === 'assistant' && message.provider_raw && (depth(message) > MAX_JSON_DEPTH || size(message) > MAX_STORED_CHARS)) {
+    const { provider_raw: _, ...rest } = message;
+    message = rest;
+    notes.push('provider_raw left out (too large or too deeply nested)');
+  }
+  if (depth(message) > MAX_JSON_DEPTH) {
+    message = cutDeepValues(message, MAX_JSON_DEPTH) as StoredMessage;
+    notes.push(`values nested deeper than ${MAX_JSON_DEPTH} levels replaced`);
+  }
+  if (size(message) > MAX_STORED_CHARS && 'content' in message) {
+    const over = size(message) - MAX_STORED_CHARS;
+    const before = message.content.length;
+    message = { ...message, content: shorten(message.content, Math.max(0, message.content.length - over - 100)) };
+    notes.push(`content shortened from ${before} to ${message.content.length} characters`);
+  }
+  return notes.length ? { message, note: notes.join('; ') } : { message };
+}
+
+function size(value: unknown): number {
+  return JSON.stringify(value).length;
+}
+
+/** Levels of objects and arrays: {} is 1, {"a":[1]} is 2. */
+function depth(value: unknown): number {
+  const children = Array.isArray(value) ? value : isPlainObject(value) ? Object.values(value) : undefined;
+  return children ? 1 + children.reduce((deepest: number, child) => Math.max(deepest, depth(child)), 0) : 0;
+}
+
+function cutDeepValues(value: unknown, levelsLeft: number): unknown {
+  if (!Array.isArray(value) && !isPlainObject(value)) return value;
+  if (levelsLeft <= 0) return '(nested too deeply to store)';
+  if (Array.isArray(value)) return value.map((item) => cutDeepValues(item, levelsLeft - 1));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutDeepValues(item, levelsLeft - 1)]));
+}
+
+function mapStrings(value: unknown, fn: (text: string) => string): unknown {
+  if (typeof value === 'string') return fn(value);
+  if (Array.isArray(value)) return value.map((item) => mapStrings(item, fn));
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [fn(key), mapStrings(item, fn)]));
+  return value;
+}

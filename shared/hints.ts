@@ -1,0 +1,45 @@
+// Commands and paths we print for the learner to copy, written so they work where the learner typed theirs.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ROOT_DIR } from './config.ts';
+
+/**
+ * The command that runs `script` (a file URL or path) from where the learner typed theirs, so every
+ * hint we print works when copied: `npx tsx chat.ts` inside part-06, `npx tsx part-06/chat.ts` at the
+ * root, and `npm run chat -- …` for a learner who started with `npm run …`.
+ */
+export function commandFor(script: string | URL, args = ''): string {
+  const file = typeof script === 'string' && !script.startsWith('file:') ? path.resolve(script) : fileURLToPath(script);
+  const npmName = startedByNpm() ? [...npmScripts()].find(([, target]) => target === file)?.[0] : undefined;
+  const command = npmName ? `npm run ${npmName}${args ? ' --' : ''}` : `npx tsx ${path.relative(learnerDir(), file)}`;
+  return args ? `${command} ${args}` : command;
+}
+
+/** A file's path as the learner can use it where they typed the command. */
+export function displayPath(file: string): string {
+  return path.relative(learnerDir(), file);
+}
+
+/** npm runs package scripts in the repository root, but remembers where they were typed in INIT_CWD. */
+function learnerDir(): string {
+  return (startedByNpm() && process.env.INIT_CWD) || process.cwd();
+}
+
+/** Was this process started by one of our package.json scripts (`npm run chat`)? */
+function startedByNpm(): boolean {
+  const name = process.env.npm_lifecycle_event;
+  // Checked against this process's own script: `npm test` passes its variables on to everything it starts.
+  return name !== undefined && npmScripts().get(name) === path.resolve(process.argv[1] ?? '');
+}
+
+/** package.json scripts that run one of our files with tsx: name → absolute path of the file. */
+function npmScripts(): Map<string, string> {
+  const { scripts } = JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const result = new Map<string, string>();
+  for (const [name, command] of Object.entries(scripts)) {
+    const match = /^tsx (\S+\.ts)$/.exec(command);
+    if (match) result.set(name, path.join(ROOT_DIR, match[1]));
+  }
+  return result;
+}
