@@ -3,9 +3,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { dbSettings } from '../shared/config.ts';
-import { connectionOptions, DatabaseError, explainDatabaseError } from '../shared/db.ts';
+import { ConfigError, dbSettings } from '../shared/config.ts';
+import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
+import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
+import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
 
@@ -39,14 +41,34 @@ export async function ensureDatabase(log: (line: string) => void = console.error
     }
     await seedEmptyTables(db, log);
     const [[articles]] = await db.query<mysql.RowDataPacket[]>('SELECT COUNT(*) AS n FROM help_articles');
-    if (articles.n === 0) for (const line of describeIngest(await ingestArticles())) log(line);
+    if (articles.n === 0) {
+      for (const line of describeIngest(await ingestArticles())) log(line);
+      await indexHelpCenter(log);
+    }
   });
+}
+
+/**
+ * Embeds the help center when an embedding model is configured. Without one (or when the provider
+ * fails) search still works, on keywords, and the log says how to build the index later.
+ */
+export async function indexHelpCenter(log: (line: string) => void): Promise<void> {
+  try {
+    const model = embeddingModel();
+    if (!model) return log('No embedding model is configured: help-center search uses keywords (MySQL FULLTEXT).');
+    const { done } = await buildIndex();
+    log(`Embedded ${done} help-center chunks with ${model}.`);
+  } catch (error) {
+    if (!(error instanceof ConfigError || error instanceof ProviderError)) throw error;
+    log(`Skipped the search index: ${error.message}`);
+    log(`Search uses keywords until you build it: ${commandFor(new URL('./build-index.ts', import.meta.url))}`);
+  }
 }
 
 /** For commands that only read: says which tables are missing, and how to create them, instead of creating them. */
 export async function checkDatabase(): Promise<void> {
   const { database } = dbSettings();
-  const db = await connect();
+  const db = await connectToServer();
   try {
     const missing = await missingTables(db, database);
     if (missing.length === TABLES.length) {
@@ -73,7 +95,7 @@ export interface ResetPlan {
 /** What resetDatabase would delete, counted before anything is touched. */
 export async function planReset(): Promise<ResetPlan> {
   const { database } = dbSettings();
-  const db = await connect();
+  const db = await connectToServer();
   try {
     const plan: ResetPlan = { database, conversations: [], messages: 0, tickets: 0 };
     const [schemas] = await db.query<mysql.RowDataPacket[]>('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [database]);
@@ -105,19 +127,13 @@ export async function resetDatabase(log: (line: string) => void = console.log): 
   await ensureDatabase(log);
 }
 
-async function connect(): Promise<mysql.Connection> {
-  return mysql.createConnection(connectionOptions()).catch((error) => {
-    throw explainDatabaseError(error);
-  });
-}
-
 /**
  * Runs fn on a connection to DB_NAME (created if needed) while holding a lock named after it, so first
  * runs started at the same moment take turns instead of racing to create the same tables.
  */
 async function withSetupConnection(fn: (db: mysql.Connection, database: string) => Promise<void>): Promise<void> {
   const { database } = dbSettings();
-  const db = await connect();
+  const db = await connectToServer();
   try {
     const [[lock]] = await db.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 60) AS got', [`nimbus-setup:${database}`.slice(0, 64)]);
     if (lock.got !== 1) throw new DatabaseError(`Another setup of database "${database}" has been running for a minute; try again when it has finished.`);

@@ -1,11 +1,7 @@
 // Resets the database to the sample store: `npx tsx setup.ts` (`npm run setup` at the root). Says what goes, and asks first.
 import readline from 'node:readline/promises';
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ConfigError } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
-import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
-import { buildIndex } from './embedding-index.ts';
-import { progressBar } from './progress-bar.ts';
 import { deleteTraceFiles, existingTraceFiles } from './retention.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
 
@@ -35,7 +31,6 @@ await runMain(async () => {
   await resetDatabase();
   const deleted = deleteTraceFiles(traces);
   if (deleted.length) console.log(`Deleted ${count(deleted.length, 'trace file')}.`);
-  await indexHelpCenter();
 }, USAGE);
 
 /** On a terminal, asks; in a script (no terminal to ask on), --yes is required. */
@@ -46,20 +41,6 @@ async function confirmed(): Promise<boolean> {
     return /^y(es)?$/i.test((await rl.question('Delete them? Type yes to continue: ')).trim());
   } finally {
     rl.close();
-  }
-}
-
-/** Embeds the help center when an embedding model is configured; otherwise says how search works and how to fix it. */
-async function indexHelpCenter(): Promise<void> {
-  try {
-    const model = embeddingModel();
-    if (!model) return void console.log('No embedding model is configured: help-center search uses keywords (MySQL FULLTEXT).');
-    const bar = progressBar(`Embedding the help center with ${model}:`);
-    await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress) });
-  } catch (error) {
-    if (!(error instanceof ConfigError || error instanceof ProviderError)) throw error;
-    console.log(`Skipped the search index: ${error.message}`);
-    console.log(`Search uses keywords until you build it: ${commandFor(new URL('./build-index.ts', import.meta.url))}`);
   }
 }
 

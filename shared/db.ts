@@ -27,16 +27,30 @@ export function connectionOptions(settings: DbSettings = dbSettings()) {
   };
 }
 
+/** Makes a session give up on a lock after LOCK_WAIT_SECONDS. */
+const BOUND_LOCK_WAITS = `SET SESSION innodb_lock_wait_timeout = ${LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = ${LOCK_WAIT_SECONDS}`;
+
 function getPool(): Pool {
   if (!pool) {
     const settings = dbSettings();
     pool = mysql.createPool({ ...connectionOptions(settings), database: settings.database, connectionLimit: 4 });
     // Every new connection first bounds its lock waits; the driver runs this before any other statement.
     pool.on('connection', (connection) => {
-      connection.query(`SET SESSION innodb_lock_wait_timeout = ${LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = ${LOCK_WAIT_SECONDS}`);
+      connection.query(BOUND_LOCK_WAITS);
     });
   }
   return pool;
+}
+
+/** One connection to the server, not to a database (setup creates the database), with lock waits bounded too. */
+export async function connectToServer(): Promise<mysql.Connection> {
+  try {
+    const connection = await mysql.createConnection(connectionOptions());
+    await connection.query(BOUND_LOCK_WAITS);
+    return connection;
+  } catch (error) {
+    throw explainDatabaseError(error);
+  }
 }
 
 /** Runs one parameterised statement. Placeholders (?) keep customer text out of the SQL itself. */
@@ -59,33 +73,33 @@ export class DatabaseCancelled extends Error {
 
 /**
  * Runs fn inside one transaction: everything it wrote is committed together, or nothing is.
- * Ctrl-C (`signal`) or a transaction running past QUERY_TIMEOUT_MS closes the connection, which makes
- * the server roll back: a save stuck behind a lock or a frozen network never holds up the program.
+ * Ctrl-C (`signal`), or a transaction running past QUERY_TIMEOUT_MS, abandons the connection, which
+ * makes the server roll back: a save stuck behind a lock or a frozen network never holds up the program.
  */
 export async function withTransaction<T>(fn: (connection: PoolConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
   if (signal?.aborted) throw new DatabaseCancelled();
   const connection = await getConnection();
   const timeout = AbortSignal.timeout(QUERY_TIMEOUT_MS);
-  const stop = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  let closed = false;
-  const closeConnection = () => {
-    closed = true;
-    connection.destroy();
+  let abandoned = false;
+  const abandon = () => {
+    abandoned = true;
+    stopOnServer(connection);
   };
-  stop.addEventListener('abort', closeConnection, { once: true });
-  try {
+  const work = async () => {
     await connection.beginTransaction();
     const result = await fn(connection);
     await connection.commit();
     return result;
+  };
+  try {
+    return await unlessStopped(work(), signal ? AbortSignal.any([signal, timeout]) : timeout, abandon);
   } catch (error) {
-    if (signal?.aborted) throw new DatabaseCancelled();
-    if (timeout.aborted) throw new DatabaseError(`MySQL did not finish within ${QUERY_TIMEOUT_MS / 1000} s, so nothing was written.`);
+    if (abandoned && signal?.aborted) throw new DatabaseCancelled();
+    if (abandoned) throw new DatabaseError(`MySQL did not finish within ${QUERY_TIMEOUT_MS / 1000} s, so nothing was written.`);
     await connection.rollback().catch(() => {});
     throw explainDatabaseError(error);
   } finally {
-    stop.removeEventListener('abort', closeConnection);
-    if (!closed) connection.release();
+    if (!abandoned) connection.release();
   }
 }
 
@@ -100,33 +114,61 @@ export class LockBusy extends Error {
  * Waits at most `waitSeconds` (0: do not wait), then throws LockBusy; Ctrl-C (`signal`) stops the wait.
  */
 export async function withNamedLock<T>(name: string, waitSeconds: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) throw new DatabaseCancelled();
   const connection = await getConnection();
-  let closed = false;
-  const closeConnection = () => {
-    closed = true;
-    connection.destroy();
+  let abandoned = false;
+  const abandon = () => {
+    abandoned = true;
+    stopOnServer(connection);
   };
-  signal?.addEventListener('abort', closeConnection, { once: true });
   try {
     let got: number | null;
     try {
-      const [rows] = await connection.query<Array<{ got: number | null } & mysql.RowDataPacket>>('SELECT GET_LOCK(?, ?) AS got', [name, waitSeconds]);
+      const wait = connection.query<Array<{ got: number | null } & mysql.RowDataPacket>>('SELECT GET_LOCK(?, ?) AS got', [name, waitSeconds]);
+      const [rows] = signal ? await unlessStopped(wait, signal, abandon) : await wait;
       got = rows[0].got;
     } catch (error) {
-      if (signal?.aborted) throw new DatabaseCancelled();
+      if (abandoned) throw new DatabaseCancelled();
       throw explainDatabaseError(error);
     }
     if (got !== 1) throw new LockBusy(`Lock ${name} is held elsewhere.`);
-    signal?.removeEventListener('abort', closeConnection);
     try {
       return await fn();
     } finally {
       await connection.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => {});
     }
   } finally {
-    signal?.removeEventListener('abort', closeConnection);
-    if (!closed) connection.release();
+    if (!abandoned) connection.release();
   }
+}
+
+/**
+ * Settles as `work` does, or rejects as soon as `stop` aborts, after calling onStop. Needed because the
+ * driver never settles a query whose connection was destroyed under it.
+ */
+function unlessStopped<T>(work: Promise<T>, stop: AbortSignal, onStop: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => {
+      onStop();
+      reject(stop.reason);
+    };
+    if (stop.aborted) return abort();
+    stop.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => stop.removeEventListener('abort', abort));
+  });
+}
+
+/**
+ * Abandons a connection now. Closing our end is not enough: a statement waiting for a lock keeps
+ * waiting on the server until the lock wait ends, so the server is told to end that session too
+ * (as the mysql client does on Ctrl-C), which rolls back whatever it had not committed.
+ */
+function stopOnServer(connection: PoolConnection): void {
+  const threadId = connection.threadId;
+  connection.destroy();
+  getPool()
+    .query('KILL ?', [threadId])
+    .catch(() => {}); // already gone, or not ours to kill: the lock wait timeout still ends it
 }
 
 async function getConnection(): Promise<PoolConnection> {

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { API_ERROR_ANSWER } from '../agent.ts';
+import { API_ERROR_ANSWER, MAX_QUESTION_CHARS } from '../agent.ts';
 import { loadMessages } from '../memory.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
 let fake: FakeProvider;
@@ -16,7 +16,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
   env = { ...fake.env('gemini'), DB_NAME: db.name };
 });
 afterAll(async () => {
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 describe('conversation ids are checked wherever they enter', () => {
   it.each([
-    ['ask-agent.ts', ['--conversation=ABCDEF0123456789ABCDEF0123456789', 'Hi'], '--conversation'],
+    ['ask.ts', ['--conversation=ABCDEF0123456789ABCDEF0123456789', 'Hi'], '--conversation'],
     ['chat.ts', ['--resume=../../etc/passwd'], '--resume'],
     ['show-conversation.ts', ["1' OR '1'='1"], 'show-conversation'],
     ['forget.ts', ['12345'], 'forget'],
@@ -52,8 +52,9 @@ describe('a database that cannot be reached', () => {
 });
 
 describe('hostile and unusual text', () => {
-  it('is stored and shown exactly as typed: very long, unicode, emoji, quotes and SQL', async () => {
-    const question = `Ünïcödé 日本語 🎧🔥 "quotes" 'apostrophes' \\backslash\\ %_ wildcards '); DROP TABLE messages; -- ${'long text '.repeat(800)}end`;
+  it('is stored and shown exactly as typed: long, unicode, emoji, quotes and SQL', async () => {
+    const question = `Ünïcödé 日本語 🎧🔥 "quotes" 'apostrophes' \\backslash\\ %_ wildcards '); DROP TABLE messages; -- ${'long text '.repeat(380)}end`;
+    expect(question.length).toBeLessThanOrEqual(MAX_QUESTION_CHARS);
     fake.reply((view) => ({ text: `Got ${view.lastUserText.length} characters.` }));
     const chat = await runScript(script('chat.ts'), ['--quiet'], { env, input: `${question}\n` });
     expect(chat.code).toBe(0);
@@ -63,6 +64,19 @@ describe('hostile and unusual text', () => {
     expect((await loadMessages(id))[0]).toEqual({ role: 'user', content: question });
     const shown = await runScript(script('show-conversation.ts'), [id], { env });
     expect(shown.stdout).toContain(`user: ${question}`);
+  });
+
+  it(`longer than ${MAX_QUESTION_CHARS} characters is refused before the model is called, and the chat goes on`, async () => {
+    const before = fake.chats().length;
+    fake.reply({ text: 'Short one answered.' });
+    const chat = await runScript(script('chat.ts'), ['--quiet'], { env, input: `${'x'.repeat(MAX_QUESTION_CHARS + 1)}\nShort one?\n` });
+    expect(chat.code).toBe(0);
+    expect(chat.stderr).toContain(`That question is ${(MAX_QUESTION_CHARS + 1).toLocaleString('en-US')} characters long; the limit is 4,000. Please shorten it.`);
+    expect(chat.stdout).toContain('Nimbus: Short one answered.');
+    expect(fake.chats()).toHaveLength(before + 1);
+    const ask = await runScript(script('ask.ts'), ['x'.repeat(MAX_QUESTION_CHARS + 1)], { env });
+    expect(ask.code).toBe(2);
+    expect(fake.chats()).toHaveLength(before + 1);
   });
 });
 

@@ -59,13 +59,16 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
 
   it('holds the whole conversation and says goodbye with the resume hint', () => {
     expect(firstRun.code).toBe(0);
-    expect(firstRun.stderr).toContain('First run: setting up database');
+    expect(firstRun.stderr).toContain(`Database "${db.name}": creating customers,`);
+    expect(firstRun.stdout).toMatch(/^Signed in as Maya Patel \(maya\.patel@example\.com\)\.\nNew conversation [0-9a-f]{32}\n/);
     const out = firstRun.stdout;
     expect(out).toContain("You: Can I get a refund for order 1043?\nNimbus: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
     expect(out).toContain('You: What about my other order, 1042?\nNimbus: Good news: order 1042 is eligible (Paid and within the refund window (11 days left).). Shall I open a refund ticket?');
     expect(out).toMatch(/You: Yes please\.\nNimbus: Done! Your ticket number is #5001\./);
-    expect(out).toContain(`You: exit\nBye! Resume later with: npx tsx chat.ts --resume=${conversationId}`);
-    expect(firstRun.stderr).toMatch(/\[step 0\] memory: 4 earlier messages loaded \(\d+ chars\)/);
+    expect(out).toContain(`You: exit\nBye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`);
+    expect(firstRun.stderr).toMatch(/\[step 0\] memory: no earlier turns\n/);
+    expect(firstRun.stderr).toMatch(/\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/);
+    expect(firstRun.stderr).toMatch(/\[step 0\] memory: 2 earlier turns — 2 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/);
   });
 
   it('created the ticket for 1042 from the conversation, without the customer repeating the number', async () => {
@@ -79,7 +82,7 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     const turns = splitIntoTurns(stored);
     expect(turns).toHaveLength(3);
     const expected = buildContext(turns.slice(0, 2).flat()).messages;
-    const third = fake.chats()[4]; // requests 1–2: first question, 3–4: second, 5: third
+    const third = fake.chats().find((r) => r.view?.lastUserText === 'Yes please.')!;
     expect(third.view!.lastUserText).toBe('Yes please.');
     const sent = third.view!.messages.slice(0, -1);
     expect(sent.map((m) => m.role)).toEqual(expected.map((m) => m.role));
@@ -98,13 +101,15 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
   it('shows the context: the first turn compacted, the last two in full', async () => {
     const shown = await runScript(SHOW, [conversationId, '--context'], { env });
     expect(shown.code).toBe(0);
-    const lines = shown.stdout.split('\n');
-    expect(lines[0]).toMatch(/^Context sent with the next question \(\d+ chars\):$/);
-    expect(lines[1]).toBe('  user: Can I get a refund for order 1043?');
-    expect(lines[2]).toBe("  assistant: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
-    expect(lines[3]).toBe('  user: What about my other order, 1042?');
-    expect(lines[4]).toBe(`  assistant [${provider}]: (requested tools) check_refund_eligibility({"order_id":1042})`);
-    expect(shown.stdout).toContain('Built from 3 stored turns: 2 in full, 1 compacted to question and answer, 0 dropped. Budget: 12000 chars');
+    expect(shown.stdout).toMatch(/^ +1 {2}compacted +[\d,]+ +[\d,]+ +[\d,]+ {2}Can I get a refund for order 1043\?$/m);
+    expect(shown.stdout).toMatch(/^ +2 {2}full +[\d,]+ +[\d,]+ +[\d,]+ {2}What about my other order, 1042\?$/m);
+    expect(shown.stdout).toMatch(/^ +3 {2}full +[\d,]+ +[\d,]+ +[\d,]+ {2}Yes please\.$/m);
+    expect(shown.stdout).toMatch(/^Budget: \[#*\.*\] [\d,]+ of 12,000 chars \(\d+%\) — 2 full, 1 compacted, 0 dropped$/m);
+    const messages = shown.stdout.split('Messages sent with the next question:\n')[1].split('\n');
+    expect(messages[0]).toBe('  user: Can I get a refund for order 1043?');
+    expect(messages[1]).toBe("  assistant: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
+    expect(messages[2]).toBe('  user: What about my other order, 1042?');
+    expect(messages[3]).toBe(`  assistant [${provider}]: (requested tools) check_refund_eligibility({"order_id":1042})`);
   });
 
   it('continues the conversation with --resume in a new process', async () => {
@@ -116,7 +121,7 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain(`Resuming conversation ${conversationId}`);
     expect(resumed.stdout).toContain('Nimbus: Your ticket is #5001.');
-    expect(resumed.stdout).toContain(`Bye! Resume later with: npx tsx chat.ts --resume=${conversationId}`);
+    expect(resumed.stdout).toContain(`Bye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`);
     process.env.DB_NAME = db.name;
     expect(splitIntoTurns(await loadMessages(conversationId))).toHaveLength(4);
   });
@@ -137,16 +142,18 @@ describe('chat.ts input handling', () => {
     expect(quit.stdout).toContain('You: Hi\nNimbus: Hello!');
     expect(quit.stdout).not.toContain('never asked');
     expect(quit.stderr).not.toContain('[step');
+    expect(quit.stdout).toMatch(/Bye! Resume later with: npx tsx part-06\/chat\.ts --resume=[0-9a-f]{32}\n$/);
+    // Nothing asked, nothing stored: no conversation to resume.
     const eof = await runScript(CHAT, [], { env, input: '' });
     expect(eof.code).toBe(0);
-    expect(eof.stdout).toMatch(/Bye! Resume later with: npx tsx chat\.ts --resume=[0-9a-f]{32}\n$/);
+    expect(eof.stdout).toMatch(/You: \nBye!\n$/);
   });
 
   it('starts a new conversation when a well-formed id is not found, and refuses a malformed one', async () => {
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
     const missing = await runScript(CHAT, [`--resume=${'a'.repeat(32)}`], { env, input: '' });
     expect(missing.code).toBe(0);
-    expect(missing.stdout).toMatch(new RegExp(`^Conversation ${'a'.repeat(32)} was not found; starting a new one\\.\\nNew conversation [0-9a-f]{32}\\n`));
+    expect(missing.stdout).toMatch(new RegExp(`\\nConversation ${'a'.repeat(32)} was not found; starting a new one\\.\\nNew conversation [0-9a-f]{32}\\n`));
     const malformed = await runScript(CHAT, ['--resume=1043'], { env, input: '' });
     expect(malformed.code).toBe(2);
     expect(malformed.stderr.split('\n')[0]).toBe('--resume needs a conversation id: 32 lowercase hex characters (got "1043").');

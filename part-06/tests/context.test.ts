@@ -47,7 +47,7 @@ describe('compactTurn', () => {
 
 describe('buildContext', () => {
   it('handles an empty history', () => {
-    expect(buildContext([])).toEqual({ messages: [], chars: 2, full: 0, compacted: 0, dropped: 0 });
+    expect(buildContext([])).toEqual({ messages: [], chars: 2, full: 0, compacted: 0, dropped: 0, turns: [] });
   });
 
   it('keeps a single turn whole', () => {

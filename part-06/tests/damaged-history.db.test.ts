@@ -6,9 +6,9 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { newConversation } from '../memory.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 
-const ASK = fileURLToPath(new URL('../ask-agent.ts', import.meta.url));
+const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -16,7 +16,7 @@ let db: ScratchDatabase;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
   // Older versions of the schema kept messages as plain text, so invalid JSON could be stored.
   await query('ALTER TABLE messages MODIFY data LONGTEXT NOT NULL');
 });
@@ -67,7 +67,9 @@ const cases: Array<{ name: string; rows: Array<[string, string]>; damaged: numbe
 
 describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
   it.each(cases)('leaves out $name, names it, and the provider accepts the rest', async ({ rows, damaged, reason }) => {
-    const id = await newConversation();
+    const conversation = newConversation(1);
+    await query('INSERT INTO conversations (id, customer_id) VALUES (?, 1)', [conversation.id]);
+    const id = conversation.id;
     const ids = await storeRaw(id, rows);
     // A healthy turn with a tool call, so there is something to replay next to the damage.
     await storeRaw(id, [

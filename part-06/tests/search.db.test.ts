@@ -5,7 +5,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { buildIndex, fromBlob } from '../embedding-index.ts';
 import { searchHelpCenter } from '../search-help.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
 
 let fake: FakeProvider;
@@ -15,7 +15,7 @@ let chunkCount: number;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {}); // no provider yet: the help center is loaded but not embedded
+  await ensureDatabase(() => {}); // no provider yet: the help center is loaded but not embedded
   const [row] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM help_chunks');
   chunkCount = row.n;
 });

@@ -1,6 +1,6 @@
 // Reading stored rows defensively: damaged pieces are left out and named, the rest is kept in order.
 import { describe, expect, it } from 'vitest';
-import { readHistory, type StoredRow } from '../stored-history.ts';
+import { INTERRUPTED_ANSWER, readHistory, type StoredRow } from '../stored-history.ts';
 
 const row = (id: number, data: unknown, role?: string): StoredRow => ({
   id,
@@ -26,8 +26,8 @@ describe('readHistory', () => {
   });
 
   it('leaves out a tool call without its result, with the results it did get', () => {
-    const history = readHistory([user(1), calls(2, 'a', 'b'), result(3, 'a'), answer(4), user(5)]);
-    expect(history.ids).toEqual([1, 4, 5]);
+    const history = readHistory([user(1), calls(2, 'a', 'b'), result(3, 'a'), answer(4), user(5), answer(6)]);
+    expect(history.ids).toEqual([1, 4, 5, 6]);
     expect(history.damaged).toEqual([
       { id: 2, reason: 'tool call without its result' },
       { id: 3, reason: 'result of a tool call left out' },
@@ -35,13 +35,32 @@ describe('readHistory', () => {
   });
 
   it('leaves out results without their call, including duplicates and results after a user message', () => {
-    const history = readHistory([user(1), calls(2, 'a'), result(3, 'a'), result(4, 'a'), result(5, 'zzz'), user(6), result(7, 'a')]);
-    expect(history.ids).toEqual([1, 2, 3, 6]);
+    const history = readHistory([user(1), calls(2, 'a'), result(3, 'a'), result(4, 'a'), result(5, 'zzz'), answer(6), user(7), result(8, 'a'), answer(9)]);
+    expect(history.ids).toEqual([1, 2, 3, 6, 7, 9]);
     expect(history.damaged.map((d) => [d.id, d.reason])).toEqual([
       [4, 'tool result without its call'],
       [5, 'tool result without its call'],
-      [7, 'tool result without its call'],
+      [8, 'tool result without its call'],
     ]);
+  });
+
+  it('closes a turn that stopped after its tool step (a crash before the answer) with a note, so every turn ends with an answer', () => {
+    const history = readHistory([user(1), calls(2, 'a'), result(3, 'a'), user(4), answer(5), user(6), calls(7, 'b'), result(8, 'b')]);
+    expect(history.damaged).toEqual([]);
+    expect(history.ids).toEqual([1, 2, 3, undefined, 4, 5, 6, 7, 8, undefined]);
+    expect(history.messages[3]).toEqual({ role: 'assistant', content: INTERRUPTED_ANSWER });
+    expect(history.messages.at(-1)).toEqual({ role: 'assistant', content: INTERRUPTED_ANSWER });
+  });
+
+  it('closes a question left without any answer too', () => {
+    expect(readHistory([user(1), user(2), answer(3)]).ids).toEqual([1, undefined, 2, 3]);
+  });
+
+  it('drops a provider_raw that disagrees with its neutral fields, keeping the message', () => {
+    const raw = { provider: 'openai', message: { role: 'assistant', content: '', tool_calls: [{ id: 'a', type: 'custom', custom: { name: 'x', input: '' } }] } };
+    const history = readHistory([user(1), row(2, { role: 'assistant', content: 'Done.', provider_raw: raw })]);
+    expect(history.messages[1]).toEqual({ role: 'assistant', content: 'Done.' });
+    expect(history.damaged).toEqual([]);
   });
 
   it('leaves out invalid JSON, unknown roles and malformed messages', () => {

@@ -2,16 +2,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider, type ProviderName } from '../../shared/testing/fake-provider.ts';
-import { runAgent } from '../agent.ts';
+import { runAgent, type Session } from '../agent.ts';
 import { newConversation } from '../memory.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
 });
 afterAll(async () => {
   await fake.close();
@@ -22,15 +22,18 @@ afterEach(() => {
 });
 
 /** One turn with a tool call, answered by `provider`. */
-async function toolTurn(conversation: string, provider: ProviderName, orderId: number) {
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+const newSession = (): Session => ({ customer: maya, conversation: newConversation(maya.id) });
+
+async function toolTurn(session: Session, provider: ProviderName, orderId: number) {
   Object.assign(process.env, fake.env(provider));
   fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: orderId } }] }, { text: `Order ${orderId} found (${provider}).` });
-  return runAgent(`Where is order ${orderId}?`, conversation, { quiet: true });
+  return runAgent(`Where is order ${orderId}?`, session, { quiet: true });
 }
 
 describe('switching providers mid-conversation', () => {
   it('Gemini → OpenAI → Gemini: each replays its own messages and rebuilds the other\'s', async () => {
-    const conversation = await newConversation();
+    const conversation = newSession();
     await toolTurn(conversation, 'gemini', 1042);
     await toolTurn(conversation, 'openai', 1043);
     // OpenAI got Gemini's tool call rebuilt: an id, and the result matched to it.
@@ -51,7 +54,7 @@ describe('switching providers mid-conversation', () => {
   });
 
   it('OpenAI → Gemini → OpenAI', async () => {
-    const conversation = await newConversation();
+    const conversation = newSession();
     await toolTurn(conversation, 'openai', 1030);
     await toolTurn(conversation, 'gemini', 1031);
     const geminiRequest = fake.chats().at(-2)!.body;

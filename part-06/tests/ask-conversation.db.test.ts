@@ -1,12 +1,12 @@
-// ask-agent.ts in Part 6: each run is one turn of a conversation, continued with --conversation=<id>.
+// ask.ts in Part 6: each run is one turn of a conversation, continued with --conversation=<id>.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 
-const SCRIPT = fileURLToPath(new URL('../ask-agent.ts', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let env: Record<string, string>;
@@ -14,7 +14,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
   env = { ...fake.env('openai'), DB_NAME: db.name };
 });
 afterAll(async () => {
@@ -22,18 +22,18 @@ afterAll(async () => {
   await db.drop();
 });
 
-describe('ask-agent.ts with conversations', () => {
+describe('ask.ts with conversations', () => {
   it('starts a conversation, prints its id after the answer, and continues it with --conversation', async () => {
     fake.reply({ text: 'Which order do you mean?' });
     const first = await runScript(SCRIPT, ['Where is my order?'], { env });
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('Which order do you mean?\n');
-    const id = first.stderr.match(/Conversation ([0-9a-f]{32}): ask a follow-up with --conversation=\1/)![1];
+    const id = first.stderr.match(/Conversation ([0-9a-f]{32}): ask a follow-up with npx tsx part-06\/ask\.ts --conversation=\1 "…"/)![1];
 
     fake.reply((view) => ({ text: `Earlier you asked: "${view.messages[0].text}"` }));
     const second = await runScript(SCRIPT, [`--conversation=${id}`, 'It is 1042.'], { env });
     expect(second.stdout).toBe('Earlier you asked: "Where is my order?"\n');
-    expect(second.stderr).toContain('[step 0] memory: 2 earlier messages loaded');
+    expect(second.stderr).toMatch(/\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — \d+ of 12,000 chars/);
     expect(second.stderr).toContain(`Conversation ${id}:`);
   });
 
