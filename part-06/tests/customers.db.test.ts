@@ -1,0 +1,97 @@
+// Whose data a session may see: the signed-in customer comes from configuration, and conversations belong to one customer.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runScript } from '../../shared/testing/run-script.ts';
+import { ensureDatabase } from '../setup-database.ts';
+import { conversationTraceFile } from '../trace.ts';
+
+const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
+const FORGET = fileURLToPath(new URL('../forget.ts', import.meta.url));
+const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+let fake: FakeProvider;
+let db: ScratchDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await ensureDatabase(() => {});
+  env = { ...fake.env('gemini'), DB_NAME: db.name };
+});
+afterAll(async () => {
+  await fake.close();
+  await db.drop();
+});
+
+/** One answered question as `email`; returns the conversation id. */
+async function conversationOf(email: string): Promise<string> {
+  fake.reply({ text: 'Hello!' });
+  const run = await runScript(ASK, [`--customer=${email}`, 'Hi'], { env });
+  expect(run.code, run.stderr).toBe(0);
+  return run.stderr.match(/Conversation ([0-9a-f]{32}):/)![1];
+}
+
+describe('signing in', () => {
+  it('takes CUSTOMER_EMAIL, or --customer for one run, and says once who it is', async () => {
+    fake.reply({ text: 'Hello Maya!' }, { text: 'Hello Liam!' });
+    const maya = await runScript(CHAT, ['--quiet'], { env, input: 'Hi\n' });
+    expect(maya.stdout.split('\n')[0]).toBe('Signed in as Maya Patel (maya.patel@example.com).');
+    const liam = await runScript(CHAT, ['--quiet', '--customer=Liam.OBrien@Example.com'], { env, input: 'Hi\n' });
+    expect(liam.stdout.split('\n')[0]).toBe("Signed in as Liam O'Brien (liam.obrien@example.com).");
+    expect(fake.chats().at(-1)!.view!.system).toContain('"Liam O\'Brien" (liam.obrien@example.com)');
+  });
+
+  it.each([
+    [['--customer=nobody@example.com'], {}, 'There is no customer with the email nobody@example.com.'],
+    [['--customer=SOFIA.GARCÍA@EXAMPLE.COM'], {}, 'There is no customer with the email sofia.garcía@example.com.'],
+    [['--customer=not-an-email'], {}, '"not-an-email" is not an email address; sign in with one such as --customer=maya.patel@example.com.'],
+    [[], { CUSTOMER_EMAIL: '' }, 'Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.'],
+  ])('refuses %j %j: one line, exit 2, no question asked', async (args, extra, message) => {
+    const before = fake.chats().length;
+    const run = await runScript(ASK, [...args, 'Hi'], { env: { ...env, ...extra } });
+    expect(run.code).toBe(2);
+    expect(run.stderr.split('\n')[0]).toBe(message);
+    expect(fake.chats()).toHaveLength(before);
+  });
+});
+
+describe('conversations belong to their customer', () => {
+  it("another customer's conversation is not found, exactly like a missing one, for chat.ts and ask.ts", async () => {
+    const mayas = await conversationOf('maya.patel@example.com');
+    fake.reply({ text: 'Hello Liam.' }, { text: 'Hello again.' });
+    const chat = await runScript(CHAT, ['--quiet', '--customer=liam.obrien@example.com', `--resume=${mayas}`], { env, input: 'What did I ask before?\n' });
+    expect(chat.stdout).toContain(`Conversation ${mayas} was not found; starting a new one.`);
+    const ask = await runScript(ASK, ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${mayas}`, 'And now?'], { env });
+    expect(ask.stderr).toContain(`Conversation ${mayas} was not found; starting a new one.`);
+    // Nothing of Maya's conversation reached the model.
+    for (const request of fake.chats().slice(-2)) expect(request.view!.messages.map((m) => m.text)).not.toContain('Hi');
+    const missing = await runScript(ASK, ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${'f'.repeat(32)}`, 'x'], { env });
+    expect(missing.stderr.replace('f'.repeat(32), mayas)).toContain(`Conversation ${mayas} was not found; starting a new one.`);
+  });
+
+  it("the operator's show-conversation shows any conversation, and whose it is", async () => {
+    const liams = await conversationOf('liam.obrien@example.com');
+    const shown = await runScript(SHOW, [liams], { env });
+    expect(shown.stdout.split('\n')[0]).toMatch(new RegExp(`^Conversation ${liams} of Liam O'Brien \\(liam\\.obrien@example\\.com\\): `));
+    const list = await runScript(SHOW, [], { env });
+    expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
+  });
+
+  it("forget.ts --customer deletes every conversation of that customer, everywhere, and no one else's", async () => {
+    const sofias = [await conversationOf('sofia.garcia@example.com'), await conversationOf('sofia.garcia@example.com')];
+    const mayas = await conversationOf('maya.patel@example.com');
+    for (const id of [...sofias, mayas]) expect(existsSync(conversationTraceFile(id))).toBe(true);
+    const run = await runScript(FORGET, ['--customer=sofia.garcia@example.com'], { env });
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim().split('\n').at(-1)).toBe('Deleted 2 conversations (4 messages) of sofia.garcia@example.com.');
+    expect(await query('SELECT id FROM conversations WHERE customer_id = 3')).toEqual([]);
+    for (const id of sofias) expect(existsSync(conversationTraceFile(id))).toBe(false);
+    expect(existsSync(conversationTraceFile(mayas))).toBe(true);
+    expect(await query('SELECT id FROM conversations WHERE id = ?', [mayas])).toHaveLength(1);
+  });
+});
