@@ -34,6 +34,7 @@ await runMain(async () => {
     throw explainDatabaseError(error);
   });
   await admin.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  log(`Working in the scratch database ${database} (dropped at the end).`);
   // Interrupted (Ctrl-C, or the reader of a pipe went away): drop the scratch database before leaving.
   const dropAndLeave = async () => {
     await closePool();

@@ -1,9 +1,9 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import { closeSync, constants, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
-import { logDir } from '../shared/config.ts';
+import { logDir, makeFolders } from '../shared/config.ts';
 import { printable, shorten } from '../shared/text.ts';
 
 export type TraceEventType =
@@ -59,7 +59,7 @@ export class Trace {
   private append(line: string): void {
     if (this.failed) return;
     try {
-      mkdirSync(path.dirname(this.file), { recursive: true });
+      makeFolders(path.dirname(this.file));
       // Appending whole lines means a crash can cut the file short but never leave a half-written event.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
       const fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK);

@@ -1,5 +1,5 @@
 // Settings come from the repo-root .env (or real environment variables) and are checked only when needed.
-import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { config as loadDotenv } from 'dotenv';
@@ -168,7 +168,7 @@ export function logDir(): string {
 export function ensureLogDir(): string {
   const dir = logDir();
   try {
-    mkdirSync(dir, { recursive: true });
+    makeFolders(dir);
     if (!statSync(dir).isDirectory()) throw new Error('it is not a folder');
     const probe = path.join(dir, `.write-test-${process.pid}`);
     closeSync(openSync(probe, 'w'));
@@ -178,4 +178,12 @@ export function ensureLogDir(): string {
     throw new ConfigError(`Traces cannot be written to ${dir} (${reason}). Set LOG_DIR in .env to a folder you can write to.`);
   }
   return dir;
+}
+
+/** mkdir -p, one level at a time: Node's own recursive mode never returns for some special paths (under /proc). */
+export function makeFolders(dir: string): void {
+  if (existsSync(dir)) return;
+  const parent = path.dirname(dir);
+  if (parent !== dir) makeFolders(parent);
+  mkdirSync(dir);
 }

@@ -1,0 +1,179 @@
+// Ordinary faults lose nothing and end nothing: bad settings said first, saves that fail, odd text, deletions under a chat.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectionOptions, query } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
+import { waitUntil } from '../../shared/testing/wait-until.ts';
+import { loadMessages, loadRows } from '../memory.ts';
+import { ensureDatabase } from '../setup-database.ts';
+
+const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
+let fake: FakeProvider;
+let db: ScratchDatabase;
+let env: Record<string, string>;
+let logs: string;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await ensureDatabase(() => {});
+  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-faults-'));
+  env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
+});
+afterAll(async () => {
+  rmSync(logs, { recursive: true, force: true });
+  await fake.close();
+  await db.drop();
+});
+
+const databaseExists = async (name: string) => (await query<unknown[]>('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [name])).length > 0;
+const idIn = (stdout: string) => stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+
+describe('settings that cannot work are the first and only thing said', () => {
+  it.each(['chat.ts', 'ask.ts'])('%s without an API key: one line with where to get one, exit 1, nothing created', async (name) => {
+    const unused = `nimbus_test_never_${Date.now().toString(36)}`;
+    const run = await runScript(script(name), name === 'ask.ts' ? ['Hi'] : [], { env: { ...env, GEMINI_API_KEY: '', DB_NAME: unused }, input: 'Hi\n' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe('GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n');
+    expect(await databaseExists(unused)).toBe(false);
+  });
+
+  it.each([
+    ['a file', () => path.join(logs, 'a-file')],
+    ['a path under a file', () => path.join(logs, 'a-file', 'logs')],
+    ['a special path', () => '/proc/nimbus-logs'],
+  ])('LOG_DIR that is %s: one line naming it, exit 1, before anything else', async (_, dir) => {
+    writeFileSync(path.join(logs, 'a-file'), '');
+    const before = fake.chats().length;
+    const run = await runScript(script('chat.ts'), [], { env: { ...env, LOG_DIR: dir() }, input: 'Hi\n' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(new RegExp(`^Traces cannot be written to ${dir().replace(/[.]/g, '\\.')} \\([A-Z]+\\)\\. Set LOG_DIR in \\.env to a folder you can write to\\.\\n$`));
+    expect(fake.chats()).toHaveLength(before);
+  });
+});
+
+describe('a trace that cannot be written mid-conversation', () => {
+  it('is one warning; the answer is printed and the turn saved (a pipe nobody reads never blocks it)', async () => {
+    fake.reply({ text: 'First answer.' }, { text: 'Second answer.' });
+    const first = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'First\n' });
+    const conversation = idIn(first.stdout);
+    // The conversation's trace file is replaced by a named pipe with no reader.
+    const file = path.join(logs, 'conversations', `${conversation}.jsonl`);
+    rmSync(file);
+    execFileSync('mkfifo', [file]);
+    const second = await runScript(script('chat.ts'), ['--quiet', `--resume=${conversation}`], { env, input: 'Second\n' });
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('Nimbus: Second answer.');
+    expect(second.stderr).toMatch(new RegExp(`^warning: could not write the trace .*${conversation}\\.jsonl \\(ENXIO\\); carrying on without it\\.\\n$`));
+    expect((await loadMessages(conversation)).map((m) => m.content)).toEqual(['First', 'First answer.', 'Second', 'Second answer.']);
+  });
+});
+
+describe('a save that fails', () => {
+  it('still shows the answer, says in one line why it was not saved, and the chat goes on', async () => {
+    fake.reply({ text: 'First answer.' });
+    const first = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'First\n' });
+    const id = idIn(first.stdout);
+    const admin = await mysql.createConnection({ ...connectionOptions(), database: db.name });
+    await admin.beginTransaction();
+    await admin.query('SELECT id FROM conversations WHERE id = ? FOR UPDATE', [id]); // held longer than a save waits
+    fake.reply({ text: 'Answer while the database is busy.' }, { text: 'Answer after.' });
+    const child = startScript(script('chat.ts'), ['--quiet', `--resume=${id}`], { env });
+    const done = collect(child);
+    try {
+      child.stdin.write('Busy?\n');
+      await waitForOutput(child, 'Not saved:');
+    } finally {
+      await admin.rollback();
+      await admin.end();
+    }
+    child.stdin.end('Later?\n');
+    const result = await done;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Nimbus: Answer while the database is busy.');
+    expect(result.stderr).toMatch(/^Not saved: MySQL at .* was busy: another session held a lock for more than 5 s \(ER_LOCK_WAIT_TIMEOUT\)\.$/m);
+    expect(result.stdout).toContain('Nimbus: Answer after.');
+    expect((await loadMessages(id)).map((m) => m.content)).toEqual(['First', 'First answer.', 'Later?', 'Answer after.']);
+  });
+});
+
+describe('text from the store or a model', () => {
+  it('reaches the terminal with control characters and escape sequences made visible, and is stored as written', async () => {
+    const answer = 'Red \x1b[31malert\x1b[0m, bell \x07, right-to-left \u202egnp.exe, half an emoji \ud83c.';
+    fake.reply({ text: answer });
+    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'Say something odd \x1b[2J\n' });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('You: Say something odd \\x1b[2J\n');
+    expect(run.stdout).toContain('Nimbus: Red \\x1b[31malert\\x1b[0m, bell \\x07, right-to-left \\u202egnp.exe, half an emoji');
+    expect(run.stdout).not.toMatch(/[\x07\x1b\u202e]/);
+    const id = idIn(run.stdout);
+    expect((await loadMessages(id))[1]).toMatchObject({ content: answer.replace('\ud83c', '\ufffd') });
+    const shown = await runScript(script('show-conversation.ts'), [id], { env });
+    expect(shown.stdout).not.toMatch(/[\x07\x1b\u202e]/);
+    expect(shown.stdout).toContain('\\x1b[31malert');
+  });
+
+  it('a carriage return inside a piped line does not split the question in two', async () => {
+    fake.reply((view) => ({ text: `Got ${JSON.stringify(view.lastUserText)}` }));
+    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'Where is\rmy order 1042?\r\n' });
+    expect(run.stdout).toContain('You: Where is\\rmy order 1042?\n');
+    expect(run.stdout).toContain('Nimbus: Got "Where is\\rmy order 1042?"');
+    expect(fake.pending()).toBe(0);
+  });
+});
+
+describe('a conversation deleted while its chat is open', () => {
+  it('is never written again: the chat says so and goes on in a new conversation', async () => {
+    fake.reply({ text: 'First answer.' }, { text: 'Second answer.' });
+    const child = startScript(script('chat.ts'), ['--quiet'], { env });
+    const done = collect(child);
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stdin.write('First\n');
+    await waitForOutput(child, 'Nimbus: First answer.');
+    const id = idIn(stdout);
+    const forgotten = await runScript(script('forget.ts'), [id], { env });
+    expect(forgotten.stdout).toMatch(new RegExp(`^Deleted conversation ${id}: 2 messages and its trace file `));
+    child.stdin.end('Second\n');
+    const result = await done;
+    expect(result.stdout).toMatch(new RegExp(`Conversation ${id} was deleted, so nothing more is saved in it\\. Continuing in a new conversation: ([0-9a-f]{32})\\nNimbus: Second answer\\.`));
+    const next = result.stdout.match(/Continuing in a new conversation: ([0-9a-f]{32})/)![1];
+    expect(await query('SELECT id FROM conversations WHERE id = ?', [id])).toEqual([]);
+    expect(existsSync(path.join(logs, 'conversations', `${id}.jsonl`))).toBe(false);
+    expect((await loadRows(next)).map((r) => r.role)).toEqual(['user', 'assistant']);
+    expect(result.stdout).toContain(`Resume later with: npx tsx part-06/chat.ts --resume=${next}`);
+  });
+
+  it('leaves no empty conversation behind when a chat ends without a question', async () => {
+    const [before] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM conversations');
+    const run = await runScript(script('chat.ts'), [], { env, input: 'exit\n' });
+    expect(run.stdout).toMatch(/Bye!\n$/);
+    const [after] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM conversations');
+    expect(after.n).toBe(before.n);
+  });
+});
+
+describe('npm run bench interrupted', () => {
+  it('drops its scratch database on Ctrl-C', async () => {
+    const child = startScript(script('bench.ts'), ['--runs=5'], { env });
+    const done = collect(child);
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    await waitForOutput(child, 'Filling a conversation of 10 turns');
+    const scratch = stderr.match(/scratch database (nimbus_bench_\w+)/)![1];
+    expect(await databaseExists(scratch)).toBe(true);
+    child.kill('SIGINT');
+    const result = await done;
+    expect(result.code).toBe(130);
+    await waitUntil('the scratch database is gone', async () => !(await databaseExists(scratch)));
+  });
+});
