@@ -1,0 +1,175 @@
+// show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens, a full export.
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { query } from '../../shared/db.ts';
+import type { Message } from '../../shared/llm/index.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { runScript } from '../../shared/testing/run-script.ts';
+import { buildContext, type MemoryBudget } from '../context.ts';
+import { loadMessages, loadRows, newConversation, saveMessages, type MessageToSave, type StoredMessage } from '../memory.ts';
+import { ensureDatabase } from '../setup-database.ts';
+
+const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+let db: ScratchDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  db = await createScratchDatabase();
+  await ensureDatabase(() => {});
+  env = { DB_NAME: db.name };
+});
+afterAll(() => db.drop());
+
+/** A turn of a question, one tool step and an answer, `size` characters of question; each model call reports tokens. */
+function turn(n: number, size = 40): MessageToSave[] {
+  const id = `call_${n}`;
+  return [
+    { message: { role: 'user', content: `Question ${n} ${'q'.repeat(size)}` } },
+    {
+      message: { role: 'assistant', content: '', tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }] },
+      cost: { input_tokens: 1000 + n, output_tokens: 10, request_chars: 4000 + n },
+    },
+    { message: { role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"shipped"}' } },
+    { message: { role: 'assistant', content: `Answer ${n}.` }, cost: { input_tokens: 1100 + n, output_tokens: 20, request_chars: 4400 + n } },
+  ];
+}
+
+async function conversation(...steps: MessageToSave[][]): Promise<string> {
+  const c = newConversation(1);
+  for (const step of steps) await saveMessages(c, step);
+  return c.id;
+}
+
+/** The table rows of `--context`: turn number, fate, stored, sent, total (undefined when dropped). */
+function rowsOf(stdout: string) {
+  return [...stdout.matchAll(/^ +(\d+) {2}(full|compacted|dropped) +([\d,]+) +([\d,]+) +([\d,—]+) {2}(.*)$/gm)].map((m) => ({
+    turn: Number(m[1]),
+    fate: m[2],
+    stored: Number(m[3].replace(/,/g, '')),
+    sent: Number(m[4].replace(/,/g, '')),
+    total: m[5] === '—' ? undefined : Number(m[5].replace(/,/g, '')),
+    question: m[6],
+  }));
+}
+
+/** What the view must say, computed with buildContext itself. */
+function expected(messages: Message[], budget: MemoryBudget) {
+  const context = buildContext(messages, budget);
+  let total = 1;
+  return {
+    context,
+    rows: context.turns.map((t, i) => {
+      if (t.fate !== 'dropped') total += t.sentChars;
+      return { turn: i + 1, fate: t.fate, stored: t.storedChars, sent: t.sentChars, total: t.fate === 'dropped' ? undefined : total };
+    }),
+  };
+}
+
+describe('show-conversation --context, turn by turn', () => {
+  it('names each turn full, compacted or dropped, with sizes and running totals equal to buildContext', async () => {
+    const id = await conversation(turn(1, 3000), turn(2), turn(3), turn(4), turn(5));
+    const budget = { maxChars: 1500, recentTurns: 2 };
+    const shown = await runScript(SHOW, [id, '--context', '--budget=1500'], { env });
+    expect(shown.code, shown.stderr).toBe(0);
+    const { context, rows } = expected(await loadMessages(id), budget);
+    expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row)).toEqual(rows);
+    expect(rows.map((r) => r.fate)).toEqual(['dropped', 'compacted', 'compacted', 'full', 'full']);
+    expect(shown.stdout).toMatch(new RegExp(`^Budget: \\[[#.]{24}\\] ${context.chars.toLocaleString('en-US')} of 1,500 chars \\(\\d+%\\) — 2 full, 2 compacted, 1 dropped$`, 'm'));
+    // The dropped turn is shown, its question shortened, so the learner sees what the model will not.
+    expect(rowsOf(shown.stdout)[0].question).toMatch(/^Question 1 q+…$/);
+    const sent = shown.stdout.split('Messages sent with the next question:\n')[1];
+    expect(sent.split('\n')[0]).toBe('  user: Question 2 ' + 'q'.repeat(40));
+  });
+
+  it('--budget and --recent give exactly what buildContext gives with those settings', async () => {
+    const id = await conversation(turn(1), turn(2, 500), turn(3), turn(4, 900), turn(5), turn(6));
+    const messages = await loadMessages(id);
+    for (const budget of [{ maxChars: 900, recentTurns: 1 }, { maxChars: 3000, recentTurns: 3 }, { maxChars: 100_000, recentTurns: 6 }]) {
+      const shown = await runScript(SHOW, [id, '--context', `--budget=${budget.maxChars}`, `--recent=${budget.recentTurns}`], { env });
+      expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row), JSON.stringify(budget)).toEqual(expected(messages, budget).rows);
+      const json = await runScript(SHOW, [id, '--context', '--json', `--budget=${budget.maxChars}`, `--recent=${budget.recentTurns}`], { env });
+      expect(JSON.parse(json.stdout)).toEqual(buildContext(messages, budget).messages);
+    }
+  });
+
+  it('MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env are the defaults it shows, and bad values are one line', async () => {
+    const id = await conversation(turn(1), turn(2), turn(3));
+    const shown = await runScript(SHOW, [id, '--context'], { env: { ...env, MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' } });
+    expect(shown.stdout).toContain('(budget 700 chars, the last 1 turn full):');
+    expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row)).toEqual(expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows);
+    for (const [name, value] of [['MEMORY_MAX_CHARS', 'lots'], ['MEMORY_RECENT_TURNS', '0']]) {
+      const bad = await runScript(SHOW, [id, '--context'], { env: { ...env, [name]: value } });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toBe(`${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.\n`);
+    }
+  });
+
+  it('shows a single turn over budget as full (the newest turn is never dropped), and a history that starts without a question', async () => {
+    const over = await conversation(turn(1, 5000));
+    const shown = await runScript(SHOW, [over, '--context', '--budget=1000'], { env });
+    const [only] = rowsOf(shown.stdout);
+    expect(only).toMatchObject({ turn: 1, fate: 'full' });
+    expect(shown.stdout).toMatch(/^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\)/m);
+
+    const headless = await conversation([{ message: { role: 'assistant', content: 'Welcome back!' } }], turn(1));
+    const view = rowsOf((await runScript(SHOW, [headless, '--context', '--recent=1'], { env })).stdout);
+    expect(view.map((r) => [r.fate, r.question])).toEqual([['compacted', '(no question: messages before the first one)'], ['full', `Question 1 ${'q'.repeat(40)}`]]);
+  });
+
+  it('puts the last request’s real input tokens next to its characters', async () => {
+    const id = await conversation(turn(1), turn(2));
+    const shown = await runScript(SHOW, [id, '--context'], { env });
+    const last = (await loadRows(id)).at(-1)!;
+    expect(shown.stdout).toContain(
+      `Last request: ${last.request_chars!.toLocaleString('en-US')} chars (system prompt and tools included) → ${last.input_tokens!.toLocaleString('en-US')} input tokens, ${(last.request_chars! / last.input_tokens!).toFixed(1)} chars per token (message #${last.id}).`,
+    );
+  });
+});
+
+describe('show-conversation <id>', () => {
+  it('shows every message turn by turn, with each turn’s tokens and the total', async () => {
+    const id = await conversation(turn(1), turn(2));
+    const shown = await runScript(SHOW, [id], { env });
+    expect(shown.stdout.split('\n')[0]).toMatch(new RegExp(`^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages in 2 turns, started `));
+    expect(shown.stdout).toContain('Turn 1\n');
+    expect(shown.stdout).toContain('    2 model calls: 2,102 input + 30 output tokens');
+    expect(shown.stdout).toContain('    2 model calls: 2,104 input + 30 output tokens');
+    expect(shown.stdout).toContain('Tokens: 4,206 input + 60 output over 4 model calls.');
+  });
+
+  it('--json exports the whole conversation: every row, its data as stored, damaged rows included and marked', async () => {
+    const id = await conversation(turn(1));
+    // A damaged row, as older code or a hand edit could leave: a tool result without its call.
+    await query('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [id, 'tool', JSON.stringify({ role: 'tool', tool_call_id: 'nobody', name: 'x', content: '{}' })]);
+    const shown = await runScript(SHOW, [id, '--json'], { env });
+    expect(shown.code).toBe(0);
+    const exported = JSON.parse(shown.stdout);
+    const rows = await loadRows(id);
+    expect(exported).toMatchObject({ id, customer: { name: 'Maya Patel', email: 'maya.patel@example.com' } });
+    expect(exported.messages.map((m: { id: number }) => m.id)).toEqual(rows.map((r) => r.id));
+    for (const [i, row] of rows.entries()) {
+      const data = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;
+      expect(JSON.stringify(exported.messages[i].data)).toBe(JSON.stringify(data)); // byte-equal, key order and all
+      expect(exported.messages[i]).toMatchObject({ role: row.role, created_at: row.created_at.toISOString(), input_tokens: row.input_tokens });
+    }
+    expect(exported.messages.at(-1).damaged).toBe('tool result without its call');
+    expect(exported.messages.slice(0, -1).every((m: { damaged?: string }) => m.damaged === undefined)).toBe(true);
+    const original: StoredMessage[] = turn(1).map((t) => t.message);
+    expect(exported.messages.slice(0, 4).map((m: { data: unknown }) => m.data)).toEqual(original);
+  });
+
+  it.each([
+    [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
+    [['--json'], '--context, --json, --budget and --recent need a conversation id.'],
+    [[`${'a'.repeat(32)}`, '--budget=500'], '--budget and --recent go with --context.'],
+    [[`${'a'.repeat(32)}`, '--context', '--budget=abc'], '--budget must be a whole number of at least 1 (got "abc").'],
+    [[`${'a'.repeat(32)}`, '--context', '--recent=0'], '--recent must be a whole number of at least 1 (got "0").'],
+    [[`${'a'.repeat(32)}`, `${'b'.repeat(32)}`], 'Give one conversation id (got 2 arguments).'],
+    [['--verbose'], 'Unknown option --verbose.'],
+  ])('refuses %j: one line, the usage, exit 2', async (args, message) => {
+    const run = await runScript(SHOW, args, { env });
+    expect(run.code).toBe(2);
+    expect(run.stderr.split('\n')[0]).toBe(message);
+    expect(run.stderr).toContain('Usage: npx tsx part-06/show-conversation.ts');
+  });
+});
