@@ -113,7 +113,7 @@ describe('show-conversation --context, turn by turn', () => {
 
     const headless = await conversation([{ message: { role: 'assistant', content: 'Welcome back!' } }], turn(1));
     const view = rowsOf((await runScript(SHOW, [headless, '--context', '--recent=1'], { env })).stdout);
-    expect(view.map((r) => [r.fate, r.question])).toEqual([['compacted', '(no question: messages before the first one)'], ['full', `Question 1 ${'q'.repeat(40)}`]]);
+    expect(view.map((r) => [r.fate, r.question])).toEqual([['compacted', '(no question: messages before the first one)'], ['full', `Question 1 ${'q'.repeat(38)}…`]]);
   });
 
   it('puts the last request’s real input tokens next to its characters', async () => {
