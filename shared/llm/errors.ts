@@ -7,6 +7,8 @@ export type ProviderErrorKind =
   | 'server' // the provider had a problem (5xx): worth retrying
   | 'connection' // no answer at all: network, wrong base URL, server down
   | 'bad_request' // the provider refused what we sent (400, 404, 422)
+  | 'bad_response' // the provider answered, but with something we cannot read (not JSON, content of the wrong type)
+  | 'timeout' // no answer within LLM_TIMEOUT_SECONDS, retries and their waits included
   | 'aborted' // we cancelled it (Ctrl-C)
   | 'other';
 
@@ -61,6 +63,11 @@ export function parseGoogleDuration(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
   const match = /^(\d+(?:\.\d+)?)s$/.exec(value.trim());
   return match ? Math.round(Number(match[1]) * 1000) : undefined;
+}
+
+/** "the OpenAI-compatible server" → "The OpenAI-compatible server", for a provider name that starts a sentence. */
+export function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** The first line of a provider's message, without trailing spaces: enough to explain, short enough to read. */

@@ -3,32 +3,30 @@ import { randomBytes } from 'node:crypto';
 import { ApiError, GoogleGenAI, type Content, type GenerateContentResponse, type Part } from '@google/genai';
 import type { GeminiSettings } from '../config.ts';
 import { ProviderError, firstLine, kindForStatus, parseGoogleDuration } from './errors.ts';
-import type { AssistantMessage, ChatResult, Message, ToolCall, ToolDefinition } from './messages.ts';
+import { isPlainObject, type AssistantMessage, type ChatResult, type Message, type ToolCall, type ToolDefinition } from './messages.ts';
+import { providerRawAgrees } from './provider-raw.ts';
 
 /**
  * Gemini rejects a replayed function call without the thought signature it was issued with. For calls
  * Gemini did not write (another provider's history), its docs give this value to skip the check.
  */
-export const DUMMY_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
+const DUMMY_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
 
-/** Long enough for a slow answer, short enough that a hung connection does not hang Nimbus forever. */
-const TIMEOUT_MS = 180_000;
 /** Fewer dimensions than the default 3072: the same retrieval quality for a help center, a quarter of the storage. */
-export const GEMINI_EMBEDDING_DIMENSIONS = 768;
+const GEMINI_EMBEDDING_DIMENSIONS = 768;
 
 function client(settings: GeminiSettings): GoogleGenAI {
   // Always pass the key: without one the SDK looks for Google Cloud credentials instead.
-  return new GoogleGenAI({
-    apiKey: settings.apiKey,
-    httpOptions: { timeout: TIMEOUT_MS, ...(settings.baseUrl ? { baseUrl: settings.baseUrl } : {}) },
-  });
+  // No httpOptions.timeout: the SDK has none by default, and our deadline (retry.ts) bounds the whole call.
+  // The SDK's timer would end an attempt as if we had cancelled it.
+  return new GoogleGenAI({ apiKey: settings.apiKey, ...(settings.baseUrl ? { httpOptions: { baseUrl: settings.baseUrl } } : {}) });
 }
 
 export async function geminiChat(
   settings: GeminiSettings,
   messages: Message[],
   tools: ToolDefinition[],
-  signal?: AbortSignal,
+  signal: AbortSignal,
 ): Promise<ChatResult> {
   const system = messages.filter((m) => m.role === 'system').map((m) => m.content);
   const response = await client(settings).models.generateContent({
@@ -57,7 +55,7 @@ export async function geminiChat(
 }
 
 /** Neutral history → Gemini `contents`. System messages travel separately as systemInstruction. */
-export function toContents(messages: Message[]): Content[] {
+function toContents(messages: Message[]): Content[] {
   const contents: Content[] = [];
   // For each call id: the id Gemini itself gave the call, which its functionResponse must echo.
   const geminiIds = new Map<string, string | undefined>();
@@ -88,13 +86,14 @@ export function toContents(messages: Message[]): Content[] {
 
 function toModelContent(message: AssistantMessage, geminiIds: Map<string, string | undefined>): Content | undefined {
   const calls = message.tool_calls ?? [];
-  if (message.provider_raw?.provider === 'gemini') {
+  if (message.provider_raw?.provider === 'gemini' && providerRawAgrees(message)) {
     // Gemini's own content goes back untouched: same parts, same order, signatures where they were.
     const raw = message.provider_raw.message as Content;
     const rawCalls = (raw.parts ?? []).filter((part) => part.functionCall);
     calls.forEach((call, i) => geminiIds.set(call.id, rawCalls[i]?.functionCall?.id));
     return { ...raw, role: 'model' };
   }
+  // Another provider wrote it, or its raw disagrees (provider-raw.ts): rebuild from the neutral fields.
   const parts: Part[] = [];
   if (message.content) parts.push({ text: message.content });
   calls.forEach((call, i) => {
@@ -121,38 +120,38 @@ function toResponseObject(content: string): Record<string, unknown> {
   return { output: value };
 }
 
-/** Reads the parts directly: the SDK's `.text` getter prints a warning whenever a reply has tool calls. */
-export function fromResponse(response: GenerateContentResponse): ChatResult {
+/**
+ * Reads the parts directly: the SDK's `.text` getter prints a warning whenever a reply has tool calls.
+ * Every field is checked, as a server that only imitates Gemini may send anything.
+ */
+function fromResponse(response: GenerateContentResponse): ChatResult {
   const content = response.candidates?.[0]?.content;
-  const parts = content?.parts ?? [];
+  const parts = Array.isArray(content?.parts) ? content.parts.filter(isPlainObject) : [];
   const text = parts
     .filter((part) => typeof part.text === 'string' && !part.thought)
     .map((part) => part.text)
     .join('');
-  const toolCalls: ToolCall[] = parts
-    .filter((part) => part.functionCall)
-    .map((part) => {
-      const call = part.functionCall!;
-      const args = call.args ?? {};
-      return {
-        // Gemini often sends no id; ours stays with the call in the history from now on.
-        id: call.id ?? `call_${randomBytes(8).toString('hex')}`,
-        name: call.name ?? '',
-        arguments: isPlainObject(args) ? args : {},
-        ...(isPlainObject(args) ? {} : { arguments_error: 'The arguments were not a JSON object.' }),
-      };
+  const toolCalls: ToolCall[] = [];
+  for (const part of parts) {
+    const call: unknown = part.functionCall;
+    // A call without a name can be neither run nor answered, so it is left out (and the raw then disagrees).
+    if (!isPlainObject(call) || typeof call.name !== 'string' || !call.name) continue;
+    const args = call.args ?? {};
+    toolCalls.push({
+      // Gemini often sends no id; ours stays with the call in the history from now on.
+      id: typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
+      name: call.name,
+      arguments: isPlainObject(args) ? args : {},
+      ...(isPlainObject(args) ? {} : { arguments_error: 'The arguments were not a JSON object.' }),
     });
-  const message: AssistantMessage = {
-    role: 'assistant',
-    content: text,
-    ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
-    ...(content ? { provider_raw: { provider: 'gemini', message: content } } : {}),
-  };
+  }
+  const message: AssistantMessage = { role: 'assistant', content: text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+  const withRaw: AssistantMessage = { ...message, provider_raw: { provider: 'gemini', message: content } };
   const usage = response.usageMetadata;
   return {
     text,
     tool_calls: toolCalls,
-    message,
+    message: providerRawAgrees(withRaw) ? withRaw : message,
     usage: usage
       ? {
           input_tokens: usage.promptTokenCount ?? 0,
@@ -166,7 +165,7 @@ export async function geminiEmbed(
   settings: GeminiSettings,
   texts: string[],
   task: 'document' | 'query',
-  signal?: AbortSignal,
+  signal: AbortSignal,
 ): Promise<number[][]> {
   const response = await client(settings).models.embedContent({
     model: settings.embeddingModel,
@@ -178,12 +177,13 @@ export async function geminiEmbed(
       abortSignal: signal,
     },
   });
-  const vectors = (response.embeddings ?? []).map((embedding) => embedding.values ?? []);
-  if (vectors.length !== texts.length || vectors.some((v) => v.length === 0)) {
+  const vectors = Array.isArray(response.embeddings) ? response.embeddings.map((embedding) => embedding?.values) : [];
+  const usable = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0;
+  if (vectors.length !== texts.length || !vectors.every(usable)) {
     throw new ProviderError({
       provider: 'Gemini',
-      kind: 'other',
-      message: `Gemini returned ${vectors.length} embeddings for ${texts.length} texts.`,
+      kind: 'bad_response',
+      message: `Gemini returned ${vectors.filter(usable).length} usable embeddings for ${texts.length} texts.`,
     });
   }
   return vectors;
@@ -193,8 +193,24 @@ export async function geminiEmbed(
 export function geminiError(error: unknown, settings: GeminiSettings): ProviderError {
   if (error instanceof ProviderError) return error;
   const provider = 'Gemini';
-  if (error instanceof Error && error.name === 'AbortError') {
-    return new ProviderError({ provider, kind: 'aborted', message: 'The request to Gemini was cancelled.', cause: error });
+  // The SDK parses every answer as JSON; a web page or a proxy's message is not.
+  if (error instanceof SyntaxError) {
+    return new ProviderError({
+      provider,
+      kind: 'bad_response',
+      message: `Gemini answered, but its body was not JSON (${error.message}).${settings.baseUrl ? ' Check GEMINI_BASE_URL in .env.' : ''}`,
+      cause: error,
+    });
+  }
+  // fetch reports a network failure as a TypeError whose `cause` says why. One without a cause is the
+  // SDK tripping over an answer it cannot read, such as a JSON null.
+  if (error instanceof TypeError && error.cause === undefined) {
+    return new ProviderError({
+      provider,
+      kind: 'bad_response',
+      message: `Gemini answered, but with something the SDK could not read (${error.message}).${settings.baseUrl ? ' Check GEMINI_BASE_URL in .env.' : ''}`,
+      cause: error,
+    });
   }
   if (!(error instanceof ApiError)) {
     // fetch failed: no HTTP answer at all.
@@ -244,8 +260,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

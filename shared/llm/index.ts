@@ -10,7 +10,8 @@ export { describeRetry } from './retry.ts';
 
 /**
  * Sends the conversation (and the tools the model may ask for) and returns the model's reply.
- * Every chapter uses this one call. Failures arrive as a ProviderError after our retry policy.
+ * Every chapter uses this one call. Failures arrive as a ProviderError after our retry policy, and the
+ * whole call, retries included, ends within LLM_TIMEOUT_SECONDS.
  */
 export async function chatWithTools(
   messages: Message[],
@@ -21,10 +22,10 @@ export async function chatWithTools(
   // Each SDK takes a few hundred milliseconds to load, so only the one in use is imported.
   if (settings.provider === 'gemini') {
     const { geminiChat, geminiError } = await import('./gemini.ts');
-    return withRetries('Gemini', () => geminiChat(settings, messages, tools, options.signal), (e) => geminiError(e, settings), options);
+    return withRetries('Gemini', (signal) => geminiChat(settings, messages, tools, signal), (e) => geminiError(e, settings), options);
   }
   const { openaiChat, openaiError } = await import('./openai.ts');
-  return withRetries(openaiProviderName(settings), () => openaiChat(settings, messages, tools, options.signal), (e) => openaiError(e, settings), options);
+  return withRetries(openaiProviderName(settings), (signal) => openaiChat(settings, messages, tools, signal), (e) => openaiError(e, settings), options);
 }
 
 /** The embedding model in use, or undefined when the provider has none configured. */
@@ -40,11 +41,11 @@ export async function embed(texts: string[], task: 'document' | 'query', options
   const settings = llmSettings();
   if (settings.provider === 'gemini') {
     const { geminiEmbed, geminiError } = await import('./gemini.ts');
-    return withRetries('Gemini', () => geminiEmbed(settings, texts, task, options.signal), (e) => geminiError(e, settings), options);
+    return withRetries('Gemini', (signal) => geminiEmbed(settings, texts, task, signal), (e) => geminiError(e, settings), options);
   }
   if (!settings.embeddingModel) {
     throw new Error('No embedding model is configured: set OPENAI_EMBEDDING_MODEL in .env.');
   }
   const { openaiEmbed, openaiError } = await import('./openai.ts');
-  return withRetries(openaiProviderName(settings), () => openaiEmbed(settings, texts, options.signal), (e) => openaiError(e, settings), options);
+  return withRetries(openaiProviderName(settings), (signal) => openaiEmbed(settings, texts, signal), (e) => openaiError(e, settings), options);
 }

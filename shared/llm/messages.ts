@@ -10,7 +10,8 @@
 // Why provider_raw: the neutral fields are enough to rebuild a request, but a provider may attach
 // data we do not model. Gemini signs its reasoning ("thought signatures") and rejects a replayed
 // tool call that lost its signature. So every assistant message keeps the original, and it is
-// replayed verbatim to the provider that wrote it. Any other provider gets the neutral fields.
+// replayed verbatim to the provider that wrote it, when it says what the neutral fields say
+// (provider-raw.ts). Any other provider, or a raw that disagrees, gets the neutral fields.
 
 export interface SystemMessage {
   role: 'system';
@@ -81,7 +82,10 @@ export interface ChatResult {
 }
 
 export interface ChatOptions {
-  /** Abort the request (Ctrl-C). The promise then rejects with a ProviderError of kind 'aborted'. */
+  /**
+   * Abort the request (Ctrl-C). The promise then rejects with a ProviderError of kind 'aborted'.
+   * (A call that runs past LLM_TIMEOUT_SECONDS, retries included, rejects with kind 'timeout' either way.)
+   */
   signal?: AbortSignal;
   /** Called before each retry wait; the default prints one dim line to stderr. */
   onRetry?: (info: RetryInfo) => void;
@@ -96,4 +100,9 @@ export interface RetryInfo {
   waitMs: number;
   attempt: number;
   reason: string;
+}
+
+/** A JSON object ({…}), not null or an array: what a message, a tool call's arguments or a raw reply must be. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,19 +1,21 @@
 // Talks to OpenAI (or any OpenAI-compatible server) through Chat Completions with the openai SDK.
-import OpenAI, { APIError, APIUserAbortError } from 'openai';
-import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { OpenAISettings } from '../config.ts';
-import { ProviderError, firstLine, kindForStatus, parseRetryAfter } from './errors.ts';
-import type { AssistantMessage, ChatResult, Message, ToolCall, ToolDefinition } from './messages.ts';
+import { randomBytes } from 'node:crypto';
+import OpenAI, { APIError } from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { llmTimeoutMs, type OpenAISettings } from '../config.ts';
+import { ProviderError, capitalized, firstLine, kindForStatus, parseRetryAfter } from './errors.ts';
+import { isPlainObject, type AssistantMessage, type ChatResult, type Message, type ToolCall, type ToolDefinition } from './messages.ts';
 import { openaiProviderName } from './openai-name.ts';
-
-const TIMEOUT_MS = 180_000;
+import { parseOpenAIArguments, providerRawAgrees } from './provider-raw.ts';
 
 function client(settings: OpenAISettings): OpenAI {
   return new OpenAI({
     apiKey: settings.apiKey,
     baseURL: settings.baseUrl ?? 'https://api.openai.com/v1',
     maxRetries: 0, // retries are ours (retry.ts), so every wait is visible and honours the provider's hints
-    timeout: TIMEOUT_MS,
+    // Our deadline (retry.ts) bounds the whole call. The SDK's own timer (10 minutes unless set) must never
+    // end an attempt first, so it is set just past that deadline.
+    timeout: llmTimeoutMs() + 1000,
   });
 }
 
@@ -21,7 +23,7 @@ export async function openaiChat(
   settings: OpenAISettings,
   messages: Message[],
   tools: ToolDefinition[],
-  signal?: AbortSignal,
+  signal: AbortSignal,
 ): Promise<ChatResult> {
   const effort = reasoningEffort(settings, tools.length > 0);
   const completion = await client(settings).chat.completions.create(
@@ -40,7 +42,8 @@ export async function openaiChat(
     },
     { signal },
   );
-  return fromCompletion(completion);
+  // The SDK's types promise a ChatCompletion, but its body is whatever the server sent (a string when not JSON).
+  return fromCompletion(completion as unknown, settings);
 }
 
 /**
@@ -54,18 +57,19 @@ export function reasoningEffort(settings: OpenAISettings, hasTools: boolean): st
   return undefined;
 }
 
-export function toOpenAIMessages(messages: Message[]): ChatCompletionMessageParam[] {
+function toOpenAIMessages(messages: Message[]): ChatCompletionMessageParam[] {
   const result: ChatCompletionMessageParam[] = [];
   for (const message of messages) {
     if (message.role === 'system' || message.role === 'user') {
       result.push({ role: message.role, content: message.content });
     } else if (message.role === 'tool') {
       result.push({ role: 'tool', tool_call_id: message.tool_call_id, content: message.content });
-    } else if (message.provider_raw?.provider === 'openai') {
+    } else if (message.provider_raw?.provider === 'openai' && providerRawAgrees(message)) {
       // OpenAI's own message goes back exactly as it arrived.
       result.push(message.provider_raw.message as ChatCompletionMessageParam);
     } else if (message.content || message.tool_calls?.length) {
-      // Another provider wrote it: rebuild from the neutral fields (an empty reply is left out).
+      // Another provider wrote it, or its raw disagrees (provider-raw.ts): rebuild from the neutral
+      // fields. An empty reply is left out.
       result.push({
         role: 'assistant',
         content: message.content || null,
@@ -84,57 +88,91 @@ export function toOpenAIMessages(messages: Message[]): ChatCompletionMessagePara
   return result;
 }
 
-export function fromCompletion(completion: ChatCompletion): ChatResult {
-  const raw = completion.choices?.[0]?.message;
-  const text = raw?.content ?? raw?.refusal ?? '';
-  const toolCalls: ToolCall[] = (raw?.tool_calls ?? [])
-    .filter((call) => call.type === 'function')
-    .map((call) => ({ id: call.id, name: call.function.name, ...parseArguments(call.function.arguments) }));
-  const message: AssistantMessage = {
-    role: 'assistant',
-    content: text,
-    ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
-    ...(raw ? { provider_raw: { provider: 'openai', message: raw } } : {}),
-  };
-  const usage = completion.usage;
+/** Reads a completion field by field: a server that only imitates OpenAI may send anything. */
+function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResult {
+  const Provider = capitalized(openaiProviderName(settings));
+  if (!isPlainObject(completion)) throw notJsonError(settings, preview(completion));
+  const choice: unknown = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  const raw: unknown = isPlainObject(choice) ? choice.message : undefined;
+  if (!isPlainObject(raw)) {
+    throw badResponse(settings, `${Provider} answered 200, but its body had no choices[0].message (${preview(completion)}).`);
+  }
+  const text = replyText(raw);
+  if (text === undefined) {
+    const content = raw.content;
+    throw badResponse(settings, `${Provider}'s reply had content of type ${typeof content} where text was expected (${preview(content)}).`);
+  }
+  const toolCalls: ToolCall[] = [];
+  for (const call of Array.isArray(raw.tool_calls) ? raw.tool_calls : []) {
+    // Only function calls are ours to run; another type ('custom') stays in the raw, which then disagrees.
+    if (!isPlainObject(call) || call.type !== 'function' || !isPlainObject(call.function)) continue;
+    const { name, arguments: args } = call.function;
+    // A call without a name can be neither run nor answered, so it is left out too.
+    if (typeof name !== 'string' || !name) continue;
+    toolCalls.push({
+      // Some compatible servers send no id; ours stays with the call in the history from now on.
+      id: typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
+      name,
+      ...parseOpenAIArguments(args),
+    });
+  }
+  const message: AssistantMessage = { role: 'assistant', content: text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+  const withRaw: AssistantMessage = { ...message, provider_raw: { provider: 'openai', message: raw } };
+  const usage = isPlainObject(completion.usage) ? completion.usage : undefined;
   return {
     text,
     tool_calls: toolCalls,
-    message,
-    usage: usage ? { input_tokens: usage.prompt_tokens ?? 0, output_tokens: usage.completion_tokens ?? 0 } : undefined,
+    message: providerRawAgrees(withRaw) ? withRaw : message,
+    usage: usage ? { input_tokens: Number(usage.prompt_tokens ?? 0), output_tokens: Number(usage.completion_tokens ?? 0) } : undefined,
   };
 }
 
-/** OpenAI sends arguments as a JSON string, which a model can get wrong. A bad string is reported, not thrown. */
-function parseArguments(text: string): Pick<ToolCall, 'arguments' | 'arguments_error'> {
-  try {
-    const value: unknown = JSON.parse(text || '{}');
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      return { arguments: value as Record<string, unknown> };
-    }
-  } catch {
-    // fall through
-  }
-  return { arguments: {}, arguments_error: `The arguments were not a valid JSON object: ${text.slice(0, 200)}` };
+/**
+ * The reply's text, or undefined when it is not text at all. OpenAI sends a string (or null, with a refusal
+ * or tool calls); some compatible servers send a list of parts, [{ type: 'text', text }], as requests may.
+ */
+function replyText(raw: Record<string, unknown>): string | undefined {
+  const content = raw.content ?? raw.refusal ?? '';
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return undefined;
+  return content
+    .filter((part) => isPlainObject(part) && part.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text)
+    .join('');
 }
 
-export async function openaiEmbed(
-  settings: OpenAISettings,
-  texts: string[],
-  signal?: AbortSignal,
-): Promise<number[][]> {
+function badResponse(settings: OpenAISettings, message: string, cause?: unknown): ProviderError {
+  return new ProviderError({ provider: openaiProviderName(settings), kind: 'bad_response', message, cause });
+}
+
+/** A 200 whose body is not JSON (or not an object): most often a base URL that points at a web page, not the API. */
+function notJsonError(settings: OpenAISettings, detail: string, cause?: unknown): ProviderError {
+  const Provider = capitalized(openaiProviderName(settings));
+  const hint = settings.baseUrl ? ' Check OPENAI_BASE_URL in .env.' : '';
+  return badResponse(settings, `${Provider} answered 200, but its body was not JSON (${detail}).${hint}`, cause);
+}
+
+/** The first characters of an odd body, enough to recognise a web page or a proxy's message. */
+function preview(value: unknown): string {
+  if (value === undefined || value === '') return 'empty';
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
+}
+
+export async function openaiEmbed(settings: OpenAISettings, texts: string[], signal: AbortSignal): Promise<number[][]> {
   const response = await client(settings).embeddings.create(
     // Without 'float' the SDK asks for base64, and servers that answer with plain arrays yield [] silently.
     { model: settings.embeddingModel!, input: texts, encoding_format: 'float' },
     { signal },
   );
-  const vectors = [...response.data].sort((a, b) => a.index - b.index).map((item) => item.embedding);
-  if (vectors.length !== texts.length || vectors.some((v) => !Array.isArray(v) || v.length === 0)) {
-    throw new ProviderError({
-      provider: 'OpenAI',
-      kind: 'other',
-      message: `The embeddings endpoint returned ${vectors.length} usable vectors for ${texts.length} texts.`,
-    });
+  // Checked item by item, like a chat reply: a compatible server may send anything.
+  const data: unknown = response?.data;
+  const items = Array.isArray(data) ? data.filter(isPlainObject) : [];
+  const vectors = items.sort((a, b) => Number(a.index) - Number(b.index)).map((item) => item.embedding);
+  const usable = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0;
+  if (vectors.length !== texts.length || !vectors.every(usable)) {
+    const count = vectors.filter(usable).length;
+    throw badResponse(settings, `${capitalized(openaiProviderName(settings))} returned ${count} usable embeddings for ${texts.length} texts.`);
   }
   return vectors;
 }
@@ -143,10 +181,9 @@ export async function openaiEmbed(
 export function openaiError(error: unknown, settings: OpenAISettings): ProviderError {
   if (error instanceof ProviderError) return error;
   const provider = openaiProviderName(settings);
-  const Provider = provider[0].toUpperCase() + provider.slice(1); // for the start of a sentence
-  if (error instanceof APIUserAbortError || (error instanceof Error && error.name === 'AbortError')) {
-    return new ProviderError({ provider, kind: 'aborted', message: `The request to ${provider} was cancelled.`, cause: error });
-  }
+  const Provider = capitalized(provider);
+  // The SDK parses a success body as JSON when the server says it is; a proxy's error page may say so wrongly.
+  if (error instanceof SyntaxError) return notJsonError(settings, error.message, error);
   if (!(error instanceof APIError) || error.status === undefined) {
     return new ProviderError({
       provider,

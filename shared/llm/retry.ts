@@ -1,30 +1,46 @@
 // Our retry policy, used instead of the SDKs' own: it honours the provider's wait hints and shows each wait.
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { dim } from '../cli.ts';
-import { ProviderError } from './errors.ts';
+import { llmTimeoutMs } from '../config.ts';
+import { ProviderError, capitalized } from './errors.ts';
 import type { ChatOptions, RetryInfo } from './messages.ts';
 
 /** Retries after the first attempt. Four requests in all is plenty for a blip; more just hides an outage. */
-export const MAX_RETRIES = 3;
+const MAX_RETRIES = 3;
 /** The longest wait we accept. A provider asking for more (an hourly limit, say) fails fast instead. */
-export const MAX_WAIT_MS = 60_000;
+const MAX_WAIT_MS = 60_000;
 /** First backoff step when the provider gives no hint: 1 s, then 2 s, 4 s (each with jitter). */
 const BASE_DELAY_MS = 1000;
 
+/**
+ * Runs `request` until it succeeds, retrying what is worth retrying. The whole call, every attempt and
+ * every wait between them, ends by one deadline (LLM_TIMEOUT_SECONDS): a server that never answers
+ * costs that long once, not once per attempt.
+ */
 export async function withRetries<T>(
   provider: string,
-  request: () => Promise<T>,
+  request: (signal: AbortSignal) => Promise<T>,
   toProviderError: (error: unknown) => ProviderError,
   options: ChatOptions = {},
 ): Promise<T> {
   const sleep = options.sleep ?? defaultSleep;
   const onRetry = options.onRetry ?? printRetry;
+  const timeoutMs = llmTimeoutMs();
+  const endsAt = Date.now() + timeoutMs;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  // Each attempt (and each wait) stops at whichever comes first: the caller's Ctrl-C or our deadline.
+  const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+  let lastError: ProviderError | undefined;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await request();
+      return await request(signal);
     } catch (thrown) {
+      // Why the attempt ended is known here, not from what the SDK threw: the caller first, then the deadline.
+      // (An attempt started after either fired fails at once, so a wait cut short ends up here too.)
+      if (options.signal?.aborted) throw abortedError(provider, thrown);
+      if (deadline.aborted) throw timeoutError(provider, timeoutMs, lastError);
       const error = toProviderError(thrown);
-      if (!error.retryable || attempt > MAX_RETRIES || options.signal?.aborted) throw error;
+      if (!error.retryable || attempt > MAX_RETRIES) throw error;
       const waitMs = error.retryAfterMs ?? backoff(attempt);
       if (waitMs > MAX_WAIT_MS) {
         throw new ProviderError({
@@ -35,15 +51,36 @@ export async function withRetries<T>(
           cause: error,
         });
       }
+      // Sleeping past the deadline only to fail then would make the user wait for nothing.
+      if (Date.now() + waitMs >= endsAt) {
+        throw new ProviderError({
+          provider,
+          kind: 'timeout',
+          status: error.status,
+          message: `${error.message} (Retrying in ${Math.ceil(waitMs / 1000)} s would pass the ${timeoutMs / 1000} s limit: LLM_TIMEOUT_SECONDS in .env, retries included.)`,
+          cause: error,
+        });
+      }
       onRetry({ provider, status: error.status, waitMs, attempt, reason: error.kind });
-      await sleep(waitMs, options.signal);
-      if (options.signal?.aborted) throw abortedError(provider);
+      lastError = error;
+      await sleep(waitMs, signal);
     }
   }
 }
 
-function abortedError(provider: string): ProviderError {
-  return new ProviderError({ provider, kind: 'aborted', message: `The request to ${provider} was cancelled.` });
+function abortedError(provider: string, cause: unknown): ProviderError {
+  return new ProviderError({ provider, kind: 'aborted', message: `The request to ${provider} was cancelled.`, cause });
+}
+
+/** The deadline passed during an attempt; `lastError` is what the attempt before it (if any) ran into. */
+function timeoutError(provider: string, timeoutMs: number, lastError: ProviderError | undefined): ProviderError {
+  const sentence = `${capitalized(provider)} did not answer within ${timeoutMs / 1000} s (LLM_TIMEOUT_SECONDS in .env; retries included).`;
+  return new ProviderError({
+    provider,
+    kind: 'timeout',
+    message: lastError ? `${sentence} Before that: ${lastError.message}` : sentence,
+    cause: lastError,
+  });
 }
 
 /** Exponential backoff with jitter, so many clients hit by the same outage do not retry in step. */
@@ -56,7 +93,7 @@ async function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {
     await sleepFor(ms, undefined, { signal });
   } catch {
-    // Aborted while waiting: return now; the caller's aborted request ends the call.
+    // Aborted while waiting: return now; the next attempt fails at once and withRetries says why.
   }
 }
 

@@ -12,7 +12,7 @@ const STOPWORDS = new Set(
 );
 
 /** Lower-case words without common words, with simple endings removed ("refunds" → "refund"). */
-export function words(text: string): string[] {
+function words(text: string): string[] {
   return (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((w) => !STOPWORDS.has(w)).map(stem);
 }
 

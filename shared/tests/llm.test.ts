@@ -1,7 +1,10 @@
 // The provider layer against the fake provider server, through the real @google/genai and openai SDKs.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { chatWithTools, embed, ProviderError, type Message, type ToolDefinition } from '../llm/index.ts';
+import { chatWithTools, embed, ProviderError, type AssistantMessage, type Message, type ToolDefinition } from '../llm/index.ts';
 import { reasoningEffort } from '../llm/openai.ts';
+import { providerRawAgrees } from '../llm/provider-raw.ts';
 import { startFakeProvider, type FakeProvider, type ProviderName } from '../testing/fake-provider.ts';
 
 const ORDER_TOOL: ToolDefinition = {
@@ -41,6 +44,37 @@ const question: Message[] = [
   { role: 'system', content: 'You are Nimbus.' },
   { role: 'user', content: 'Where is order 1043?' },
 ];
+
+/** A reply that never comes: the request stays in flight until the client gives up. */
+const never = new Promise<never>(() => {});
+
+/** Runs `test` with LLM_TIMEOUT_SECONDS set (1 s is the shortest allowed), then puts the previous value back. */
+async function withTimeoutSeconds(seconds: string, test: () => Promise<void>): Promise<void> {
+  const previous = process.env.LLM_TIMEOUT_SECONDS;
+  process.env.LLM_TIMEOUT_SECONDS = seconds;
+  try {
+    await test();
+  } finally {
+    if (previous === undefined) delete process.env.LLM_TIMEOUT_SECONDS;
+    else process.env.LLM_TIMEOUT_SECONDS = previous;
+  }
+}
+
+/** An OpenAI chat completion around `message`, for bodies the scripted format cannot express. */
+function completion(message: Record<string, unknown>) {
+  return {
+    id: 'chatcmpl-odd',
+    object: 'chat.completion',
+    created: 1767225600,
+    model: 'gpt-fake',
+    choices: [{ index: 0, message: { role: 'assistant', refusal: null, ...message }, finish_reason: 'stop' }],
+  };
+}
+
+/** The tool result message answering `id`. */
+function resultFor(id: string): Message {
+  return { role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"delivered"}' };
+}
 
 /** Runs one tool round trip: the model's call, our result, the model's answer. Returns the full history. */
 async function roundTrip(results: Record<string, unknown>[]): Promise<{ history: Message[]; answer: string }> {
@@ -215,7 +249,58 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     controller.abort();
     const error = await pending;
     release();
-    expect(error).toMatchObject({ kind: 'aborted' });
+    expect(error).toMatchObject({ kind: 'aborted', retryable: false });
+    expect(error.message).toMatch(/was cancelled/);
+    expect(fake.chats()).toHaveLength(1);
+  });
+
+  it('ends the whole call at LLM_TIMEOUT_SECONDS, retries included: a 503, then a reply that never comes', async () => {
+    await withTimeoutSeconds('1', async () => {
+      fake.reply({ error: { status: 503, retryDelay: '0s', retryAfter: '0' } }, { text: 'too late', gate: never });
+      const error = await chatWithTools(question, [], quiet).catch((e) => e);
+      expect(error).toBeInstanceOf(ProviderError);
+      expect(error).toMatchObject({ kind: 'timeout', retryable: false });
+      expect(error.message).toMatch(/^(Gemini|The OpenAI-compatible server) did not answer within 1 s \(LLM_TIMEOUT_SECONDS in \.env; retries included\)\./);
+      expect(error.message).toMatch(/Before that: .*503/);
+      expect(fake.chats()).toHaveLength(2);
+      expect(waits).toEqual([0]);
+    });
+  });
+
+  it('fails at once when the wait before a retry would pass the deadline', async () => {
+    await withTimeoutSeconds('1', async () => {
+      fake.reply({ error: { status: 429, retryDelay: '30s', retryAfter: '30' } });
+      const error = await chatWithTools(question, [], quiet).catch((e) => e);
+      expect(error).toMatchObject({ kind: 'timeout', status: 429, retryable: false });
+      expect(error.message).toMatch(/Retrying in 30 s would pass the 1 s limit: LLM_TIMEOUT_SECONDS/);
+      expect(fake.chats()).toHaveLength(1);
+      expect(waits).toEqual([]);
+    });
+  });
+
+  it('ends embeddings at LLM_TIMEOUT_SECONDS too, against a server that never answers', async () => {
+    const silent = http.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    Object.assign(process.env, provider === 'gemini' ? { GEMINI_BASE_URL: url } : { OPENAI_BASE_URL: `${url}/v1` });
+    try {
+      await withTimeoutSeconds('1', async () => {
+        const error = await embed(['refund window'], 'document', quiet).catch((e) => e);
+        expect(error).toMatchObject({ kind: 'timeout', retryable: false });
+        expect(error.message).toMatch(/did not answer within 1 s/);
+      });
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
+  it('reports a 200 whose body is not JSON as a bad response, without retrying', async () => {
+    fake.reply({ body: 'not json at all' });
+    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toMatch(/answered( 200)?, but its body was not JSON \(.*not json.*\)\. Check (GEMINI|OPENAI)_BASE_URL in \.env\.$/);
     expect(fake.chats()).toHaveLength(1);
   });
 
@@ -329,6 +414,56 @@ describe('Gemini specifics', () => {
   });
 });
 
+describe('Gemini odd replies', () => {
+  beforeEach(() => use('gemini'));
+
+  it('leaves out a call without a name, drops the raw that still has it, and rebuilds the next request', async () => {
+    fake.reply({
+      body: {
+        candidates: [
+          {
+            content: {
+              role: 'model',
+              parts: [
+                { functionCall: { args: {} }, thoughtSignature: 'c2lnLW5hbWVsZXNz' },
+                { functionCall: { name: 'get_order_status', args: { order_id: 1043 } } },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    expect(first.tool_calls).toEqual([{ id: expect.stringMatching(/^call_[0-9a-f]{16}$/), name: 'get_order_status', arguments: { order_id: 1043 } }]);
+    expect(first.message.provider_raw).toBeUndefined();
+    fake.reply({ text: 'Delivered.' });
+    await chatWithTools([...question, first.message, resultFor(first.tool_calls[0].id)], [ORDER_TOOL], quiet);
+    expect(fake.chats()[1].status).toBe(200);
+    expect(fake.chats()[1].body.contents[1].parts).toEqual([
+      { functionCall: { name: 'get_order_status', args: { order_id: 1043 } }, thoughtSignature: 'skip_thought_signature_validator' },
+    ]);
+  });
+
+  it('reports a JSON null, which the SDK cannot read, as a bad response instead of a connection error', async () => {
+    fake.reply({ body: 'null' });
+    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toMatch(/^Gemini answered, but with something the SDK could not read/);
+    expect(fake.chats()).toHaveLength(1);
+  });
+
+  it('ignores a stored raw that disagrees with the neutral fields', async () => {
+    const answer: Message = {
+      role: 'assistant',
+      content: 'Order 1043 was delivered.',
+      provider_raw: { provider: 'gemini', message: { role: 'model', parts: [{ text: 'Something else entirely' }] } },
+    };
+    fake.reply({ text: 'ok' });
+    await chatWithTools([...question, answer, { role: 'user', content: 'Thanks' }], [], quiet);
+    expect(fake.chats()[0].body.contents[1]).toEqual({ role: 'model', parts: [{ text: 'Order 1043 was delivered.' }] });
+  });
+});
+
 describe('OpenAI specifics', () => {
   beforeEach(() => use('openai'));
 
@@ -363,5 +498,142 @@ describe('OpenAI specifics', () => {
     fake.reply({ text: 'ok' });
     await chatWithTools(question, [ORDER_TOOL], quiet);
     expect(fake.chats()[1].body).not.toHaveProperty('reasoning_effort');
+  });
+
+  it('keeps a custom tool call out of the history, so the next request is one the API accepts', async () => {
+    const raw = {
+      content: null,
+      tool_calls: [
+        { id: 'call_custom', type: 'custom', custom: { name: 'code_exec', input: 'print(1)' } },
+        { id: 'call_fn', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":1043}' } },
+      ],
+    };
+    fake.reply({ body: completion(raw) });
+    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    expect(first.tool_calls).toEqual([{ id: 'call_fn', name: 'get_order_status', arguments: { order_id: 1043 } }]);
+    expect(first.message.provider_raw).toBeUndefined();
+
+    fake.reply({ text: 'Delivered.' }, { text: 'Delivered.' });
+    const second = await chatWithTools([...question, first.message, resultFor('call_fn')], [ORDER_TOOL], quiet);
+    expect(second.text).toBe('Delivered.');
+    expect(fake.chats()[1].status).toBe(200);
+    expect(fake.chats()[1].body.messages[2].tool_calls).toEqual([
+      { id: 'call_fn', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":1043}' } },
+    ]);
+    // A row saved by older code still has the raw with the unanswered custom call: it is rebuilt the same way.
+    const stored: Message = { ...first.message, provider_raw: { provider: 'openai', message: { role: 'assistant', ...raw } } };
+    await chatWithTools([...question, stored, resultFor('call_fn')], [ORDER_TOOL], quiet);
+    expect(fake.chats()[2].status).toBe(200);
+    expect(JSON.stringify(fake.chats()[2].body)).not.toContain('call_custom');
+  });
+
+  it('joins content sent as a list of text parts, and sends it back as a string', async () => {
+    fake.reply({ body: completion({ content: [{ type: 'text', text: 'Hello ' }, { type: 'text', text: 'there' }] }) });
+    const first = await chatWithTools(question, [], quiet);
+    expect(first.text).toBe('Hello there');
+    expect(first.message.provider_raw).toBeUndefined();
+    fake.reply({ text: 'ok' });
+    await chatWithTools([...question, first.message, { role: 'user', content: 'Thanks' }], [], quiet);
+    expect(fake.chats()[1].body.messages[2]).toEqual({ role: 'assistant', content: 'Hello there' });
+  });
+
+  it('reports content that is neither text nor parts as a bad response', async () => {
+    fake.reply({ body: completion({ content: 42 }) });
+    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toBe("The OpenAI-compatible server's reply had content of type number where text was expected (\"42\").");
+    expect(fake.chats()).toHaveLength(1);
+  });
+
+  it('reports a body without a message as a bad response', async () => {
+    fake.reply({ body: { choices: [] } });
+    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toMatch(/answered 200, but its body had no choices\[0\]\.message/);
+  });
+
+  it('gives a tool call without an id one of our own, used in the call and in its result', async () => {
+    fake.reply({
+      body: completion({ content: null, tool_calls: [{ type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":7}' } }] }),
+    });
+    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const id = first.tool_calls[0].id;
+    expect(id).toMatch(/^call_[0-9a-f]{16}$/);
+    expect(first.message.provider_raw).toBeUndefined();
+    fake.reply({ text: 'ok' });
+    await chatWithTools([...question, first.message, resultFor(id)], [ORDER_TOOL], quiet);
+    expect(fake.chats()[1].status).toBe(200);
+    expect(fake.chats()[1].body.messages[2].tool_calls[0].id).toBe(id);
+    expect(fake.chats()[1].body.messages[3].tool_call_id).toBe(id);
+  });
+
+  it('leaves out a tool call without a name: it can be neither run nor answered', async () => {
+    fake.reply({
+      body: completion({
+        content: null,
+        tool_calls: [
+          { id: 'call_nameless', type: 'function', function: { arguments: '{}' } },
+          { id: 'call_ok', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":7}' } },
+        ],
+      }),
+    });
+    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    expect(first.tool_calls.map((call) => call.id)).toEqual(['call_ok']);
+    expect(first.message.provider_raw).toBeUndefined();
+    fake.reply({ text: 'ok' });
+    await chatWithTools([...question, first.message, resultFor('call_ok')], [ORDER_TOOL], quiet);
+    expect(fake.chats()[1].status).toBe(200);
+    expect(JSON.stringify(fake.chats()[1].body)).not.toContain('call_nameless');
+  });
+});
+
+describe('providerRawAgrees', () => {
+  const call = { id: 'call_1', name: 'get_order_status', arguments: { order_id: 1, options: { a: 1, b: [1, 2] } } };
+  const gemini = (parts: unknown[], extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
+    role: 'assistant',
+    content: 'Checking.',
+    tool_calls: [call],
+    provider_raw: { provider: 'gemini', message: { role: 'model', parts } },
+    ...extra,
+  });
+  const openai = (message: Record<string, unknown>, extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
+    role: 'assistant',
+    content: '',
+    tool_calls: [call],
+    provider_raw: { provider: 'openai', message: { role: 'assistant', ...message } },
+    ...extra,
+  });
+  const openaiCall = { id: 'call_1', type: 'function', function: { name: 'get_order_status', arguments: '{"options":{"b":[1,2],"a":1},"order_id":1}' } };
+
+  it('agrees with Gemini content that says the same, thoughts aside and keys in any order', () => {
+    const parts = [
+      { text: 'thinking…', thought: true },
+      { text: 'Checking.' },
+      { functionCall: { name: 'get_order_status', args: { options: { b: [1, 2], a: 1 }, order_id: 1 } }, thoughtSignature: 'c2ln' },
+    ];
+    expect(providerRawAgrees(gemini(parts))).toBe(true);
+    expect(providerRawAgrees(gemini(parts, { content: 'Something else.' }))).toBe(false);
+    expect(providerRawAgrees(gemini(parts, { tool_calls: [{ ...call, arguments: { order_id: 2 } }] }))).toBe(false);
+    expect(providerRawAgrees(gemini([...parts, { functionCall: { args: {} } }]))).toBe(false);
+  });
+
+  it('agrees with an OpenAI message only when content, ids, names and arguments match and every call is a function', () => {
+    expect(providerRawAgrees(openai({ content: null, tool_calls: [openaiCall] }))).toBe(true);
+    expect(providerRawAgrees(openai({ content: 'Hi', tool_calls: [openaiCall] }))).toBe(false);
+    expect(providerRawAgrees(openai({ content: null, tool_calls: [{ ...openaiCall, id: 'call_2' }] }))).toBe(false);
+    const custom = { id: 'call_3', type: 'custom', custom: { name: 'code_exec', input: 'x' } };
+    expect(providerRawAgrees(openai({ content: null, tool_calls: [openaiCall, custom] }))).toBe(false);
+    expect(providerRawAgrees(openai({ content: [{ type: 'text', text: 'Hi' }] }, { content: 'Hi', tool_calls: undefined }))).toBe(false);
+    const objectArguments = { ...openaiCall, function: { name: 'get_order_status', arguments: call.arguments } };
+    expect(providerRawAgrees(openai({ content: null, tool_calls: [objectArguments] }))).toBe(false);
+  });
+
+  it('is false, without throwing, for no raw or a damaged one', () => {
+    expect(providerRawAgrees({ role: 'assistant', content: 'Hi' })).toBe(false);
+    expect(providerRawAgrees({ role: 'assistant', content: 'Hi', provider_raw: { provider: 'gemini', message: 'Hi' } })).toBe(false);
+    expect(providerRawAgrees(gemini([null, 'text']))).toBe(false);
+    expect(providerRawAgrees(openai({ content: null, tool_calls: [null] }))).toBe(false);
+    expect(providerRawAgrees(openai({ content: null, tool_calls: 'call_1' }))).toBe(false);
   });
 });
