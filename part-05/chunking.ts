@@ -82,14 +82,20 @@ function splitWords(text: string, budget: number): string[] {
       current = '';
     }
     current += word;
-    // A single "word" longer than the budget (a long URL, say) is cut where it must be.
+    // A single "word" longer than the budget (a long URL, say) is cut where it must be, but never
+    // between the two halves of an emoji: half of one is not valid text anywhere it is stored or sent.
     while (current.length > budget) {
-      parts.push(current.slice(0, budget));
-      current = current.slice(budget);
+      const cut = isHighSurrogate(current.charCodeAt(budget - 1)) ? budget - 1 : budget;
+      parts.push(current.slice(0, cut));
+      current = current.slice(cut);
     }
   }
   if (current) parts.push(current);
   return parts;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /** The last whole sentences of `text` that fit in `max` characters ('' if even one does not). */

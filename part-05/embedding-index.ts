@@ -1,6 +1,7 @@
 // Gives every help-center chunk an embedding, in batches, resuming where an earlier run stopped.
 import { query, withTransaction } from '../shared/db.ts';
 import { embed, embeddingModel } from '../shared/llm/index.ts';
+import type { Progress } from './progress-bar.ts';
 
 /** Chunks per embedding request: few requests, each small enough to retry cheaply. */
 export const BATCH_SIZE = 16;
@@ -8,14 +9,41 @@ export const BATCH_SIZE = 16;
 /** No vector yet, or one from another model. (<=> is equality that treats NULL as a value.) */
 const NEEDS_EMBEDDING = 'c.embedding IS NULL OR NOT (c.embedding_model <=> ?)';
 
-export interface IndexProgress {
-  done: number;
+export interface IndexStatus {
+  /** The embedding model in use (undefined: none configured, search uses keywords by design). */
+  model?: string;
+  /** Help-center chunks in the database, and how many have a vector from `model`. */
   total: number;
+  indexed: number;
+  /** Another model whose vectors are there instead, e.g. after switching LLM_PROVIDER. */
+  otherModel?: string;
+}
+
+/** How much of the help center the current model has indexed: each chunk records the model of its vector. */
+export async function indexStatus(): Promise<IndexStatus> {
+  const model = embeddingModel();
+  const [row] = await query<Array<{ total: number; indexed: number | null; other_model: string | null }>>(
+    `SELECT COUNT(*) AS total, SUM(embedding_model <=> ?) AS indexed,
+            MAX(CASE WHEN NOT (embedding_model <=> ?) THEN embedding_model END) AS other_model
+       FROM help_chunks`,
+    [model ?? null, model ?? null],
+  );
+  return { model, total: row.total, indexed: Number(row.indexed ?? 0), otherModel: row.other_model ?? undefined };
+}
+
+/** What is wrong with the index, as one sentence ending with the command that fixes it; undefined when nothing is. */
+export function describeIndexStatus(status: IndexStatus, fix: string): string | undefined {
+  if (!status.model || status.indexed === status.total) return undefined;
+  if (status.indexed === 0 && status.otherModel) {
+    return `The help-center index was built with ${status.otherModel}, not ${status.model}, so search uses keywords until you rebuild it: ${fix}`;
+  }
+  if (status.indexed === 0) return `The help-center search index is not built yet, so search uses keywords until you build it: ${fix}`;
+  return `${status.total - status.indexed} of ${status.total} help-center passages are not indexed with ${status.model} yet, so search cannot find them by meaning. Finish the index: ${fix}`;
 }
 
 export interface IndexOptions {
   batchSize?: number;
-  onProgress?: (progress: IndexProgress) => void;
+  onProgress?: (progress: Progress) => void;
   signal?: AbortSignal;
 }
 
@@ -24,7 +52,7 @@ export interface IndexOptions {
  * or chunks embedded with another model). Each batch is saved as it completes, so an interrupted
  * run loses at most one batch and the next run continues from there. Returns how many it embedded.
  */
-export async function buildIndex(options: IndexOptions = {}): Promise<IndexProgress> {
+export async function buildIndex(options: IndexOptions = {}): Promise<Progress> {
   const model = embeddingModel();
   if (!model) throw new Error('No embedding model is configured.');
   const batchSize = options.batchSize ?? BATCH_SIZE;
@@ -72,7 +100,7 @@ export function normalise(vector: number[]): number[] {
 }
 
 /** Float32, little-endian: the same bytes on every machine. */
-export function toBlob(vector: number[]): Buffer {
+function toBlob(vector: number[]): Buffer {
   const buffer = Buffer.alloc(vector.length * 4);
   vector.forEach((x, i) => buffer.writeFloatLE(x, i * 4));
   return buffer;

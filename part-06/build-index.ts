@@ -1,17 +1,19 @@
 // Embeds the help-center chunks for search: `npx tsx build-index.ts`. Ctrl-C is safe; run it again to continue.
 import { parseFlags, runMain } from '../shared/cli.ts';
+import { commandFor } from '../shared/hints.ts';
 import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
 import { buildIndex } from './embedding-index.ts';
 import { progressBar } from './progress-bar.ts';
+import { ensureDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx build-index.ts
+const USAGE = `Usage: ${commandFor(import.meta.url)}
 
-Embeds every help-center chunk that has no embedding from the current model (after ingest.ts).
-Each batch is saved as it completes: stop it with Ctrl-C and run it again to continue.`;
+Embeds every help-center chunk that has no embedding from the current embedding model: new chunks,
+changed ones, and all of them after switching LLM_PROVIDER. Each batch is saved as it completes:
+stop it with Ctrl-C and run it again to continue.`;
 
 await runMain(async () => {
-  const { values } = parseFlags({ options: { help: { type: 'boolean', short: 'h' } } });
-  if (values.help) return void console.log(USAGE);
+  parseFlags({ options: {} });
   const model = embeddingModel();
   if (!model) {
     console.log('No embedding model is configured (set OPENAI_EMBEDDING_MODEL for your server), so there is nothing to index.');
@@ -19,19 +21,20 @@ await runMain(async () => {
     return 0;
   }
 
+  await ensureDatabase();
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   try {
     const bar = progressBar(`Embedding with ${model}:`);
     const { done, total } = await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress), signal: controller.signal });
     if (done < total) {
-      console.log(`\nStopped after ${done} of ${total} chunks. Run build-index.ts again to continue.`);
+      console.log(`\nStopped after ${done} of ${total} chunks. Run ${commandFor(import.meta.url)} again to continue.`);
       return 130;
     }
     console.log(total === 0 ? `Index is up to date for ${model}.` : `Embedded ${done} chunks with ${model}.`);
   } catch (error) {
     if (error instanceof ProviderError && error.kind === 'aborted') {
-      console.log('\nStopped. Chunks embedded so far are saved; run build-index.ts again to continue.');
+      console.log(`\nStopped. Chunks embedded so far are saved; run ${commandFor(import.meta.url)} again to continue.`);
       return 130;
     }
     throw error;

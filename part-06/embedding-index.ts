@@ -1,17 +1,13 @@
 // Gives every help-center chunk an embedding, in batches, resuming where an earlier run stopped.
 import { query, withTransaction } from '../shared/db.ts';
 import { embed, embeddingModel } from '../shared/llm/index.ts';
+import type { Progress } from './progress-bar.ts';
 
 /** Chunks per embedding request: few requests, each small enough to retry cheaply. */
 export const BATCH_SIZE = 16;
 
 /** No vector yet, or one from another model. (<=> is equality that treats NULL as a value.) */
 const NEEDS_EMBEDDING = 'c.embedding IS NULL OR NOT (c.embedding_model <=> ?)';
-
-export interface IndexProgress {
-  done: number;
-  total: number;
-}
 
 export interface IndexStatus {
   /** The embedding model in use (undefined: none configured, search uses keywords by design). */
@@ -47,7 +43,7 @@ export function describeIndexStatus(status: IndexStatus, fix: string): string | 
 
 export interface IndexOptions {
   batchSize?: number;
-  onProgress?: (progress: IndexProgress) => void;
+  onProgress?: (progress: Progress) => void;
   signal?: AbortSignal;
 }
 
@@ -56,7 +52,7 @@ export interface IndexOptions {
  * or chunks embedded with another model). Each batch is saved as it completes, so an interrupted
  * run loses at most one batch and the next run continues from there. Returns how many it embedded.
  */
-export async function buildIndex(options: IndexOptions = {}): Promise<IndexProgress> {
+export async function buildIndex(options: IndexOptions = {}): Promise<Progress> {
   const model = embeddingModel();
   if (!model) throw new Error('No embedding model is configured.');
   const batchSize = options.batchSize ?? BATCH_SIZE;
@@ -104,7 +100,7 @@ export function normalise(vector: number[]): number[] {
 }
 
 /** Float32, little-endian: the same bytes on every machine. */
-export function toBlob(vector: number[]): Buffer {
+function toBlob(vector: number[]): Buffer {
   const buffer = Buffer.alloc(vector.length * 4);
   vector.forEach((x, i) => buffer.writeFloatLE(x, i * 4));
   return buffer;

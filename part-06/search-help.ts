@@ -1,7 +1,7 @@
 // Finds the help-center passages that best match a question: by meaning when there is an index, by keywords otherwise.
 import { query } from '../shared/db.ts';
-import { embed, embeddingModel, ProviderError } from '../shared/llm/index.ts';
-import { fromBlob, normalise } from './embedding-index.ts';
+import { embed, ProviderError } from '../shared/llm/index.ts';
+import { fromBlob, indexStatus, normalise } from './embedding-index.ts';
 
 /** How many passages go back to the model: enough to cover a question, few enough to keep the context small. */
 export const TOP_K = 3;
@@ -13,18 +13,14 @@ export interface SearchResult {
 }
 
 export async function searchHelpCenter(question: string): Promise<SearchResult> {
-  const model = embeddingModel();
-  const [coverage] = await query<Array<{ indexed: number | null; total: number }>>(
-    'SELECT SUM(embedding_model = ?) AS indexed, COUNT(*) AS total FROM help_chunks',
-    [model ?? null],
-  );
-  const indexed = Number(coverage.indexed ?? 0);
+  const { model, total, indexed } = await indexStatus();
   if (!model || indexed === 0) return searchByKeywords(question);
   try {
     const found = await searchByMeaning(question, model);
-    // Chunks ingested since the last build-index cannot be found by meaning yet: say so, so it gets fixed.
-    const missing = coverage.total - indexed;
-    return missing > 0 ? { ...found, note: `${missing} help-center passages are not indexed yet and were not searched (run build-index.ts).` } : found;
+    // Chunks ingested since the last build-index cannot be found by meaning yet: the model should know
+    // its search was partial (the person running Nimbus is told at start, with the command that fixes it).
+    const missing = total - indexed;
+    return missing > 0 ? { ...found, note: `${missing} help-center passages are not indexed yet and were not searched.` } : found;
   } catch (error) {
     // The embedding API failing should cost the customer precision, not the answer.
     if (!(error instanceof ProviderError)) throw error;

@@ -103,18 +103,19 @@ export function customerEmail(): string | undefined {
 
 /** The longest one model call may take, retries and their waits included (LLM_TIMEOUT_SECONDS, default 120). */
 export function llmTimeoutMs(): number {
-  return integerSetting('LLM_TIMEOUT_SECONDS', 120, 1) * 1000;
+  return integerSetting('LLM_TIMEOUT_SECONDS', 120, 1, 86_400) * 1000;
 }
 
 /**
  * A whole-number setting such as MEMORY_MAX_CHARS: the default when unset, a ConfigError naming the
- * variable when it is not a whole number of at least `min`.
+ * variable when it is not a whole number from `min` to `max`.
  */
-export function integerSetting(name: string, fallback: number, min: number): number {
+export function integerSetting(name: string, fallback: number, min: number, max = 1_000_000_000): number {
   const value = read(name);
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min || !Number.isSafeInteger(Number(value))) {
-    throw new ConfigError(`${name} must be a whole number of at least ${min} (it is "${value}"). Fix it in .env.`);
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    const range = max === 1_000_000_000 ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(`${name} must be a whole number ${range} (it is "${value}"). Fix it in .env.`);
   }
   return Number(value);
 }

@@ -5,7 +5,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 
-const SCRIPT = fileURLToPath(new URL('../ask-agent.ts', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
 let fake: FakeProvider;
 
 beforeAll(async () => {
@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => fake.close());
 
-describe.each(['gemini', 'openai'] as const)('ask-agent.ts with %s', (provider) => {
+describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
   let db: ScratchDatabase;
   beforeAll(async () => {
     db = await createScratchDatabase(); // empty: the first run loads and indexes the help center
@@ -35,7 +35,7 @@ describe.each(['gemini', 'openai'] as const)('ask-agent.ts with %s', (provider) 
       env: { ...fake.env(provider), DB_NAME: db.name },
     });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain('First run: setting up database');
+    expect(result.stderr).toContain(`Database "${db.name}": creating customers,`);
     expect(result.stderr).toMatch(/Embedded \d+ help-center chunks with fake-embedding-001\./);
     expect(result.stderr).toContain('[step 1] model → search_help_center(');
     expect(result.stdout).toMatch(/^\[embeddings\] Refunds and the 14-Day Refund Window: .*14 days/);

@@ -68,6 +68,7 @@ describe('forget.ts', () => {
     expect(result.stdout).toBe(`Deleted conversation ${gone}: 4 messages and its trace file ${path.relative(process.cwd(), path.join(logs, 'conversations', `${gone}.jsonl`))}.\n`);
     expect(await whereIs('periwinkle-7731')).toEqual([]);
     expect(await whereIs(gone)).toEqual([]);
+    expect(await whereIs(kept)).toHaveLength(3); // the other conversation is untouched
     expect(await whereIs('marigold-2208')).toHaveLength(2);
 
     const again = await runScript(FORGET, [gone], { env });

@@ -102,7 +102,7 @@ describe('an index that is behind', () => {
     try {
       const found = await searchHelpCenter('refund window');
       expect(found.method).toBe('embeddings');
-      expect(found.note).toBe('1 help-center passages are not indexed yet and were not searched (run build-index.ts).');
+      expect(found.note).toBe('1 help-center passages are not indexed yet and were not searched.');
     } finally {
       await query('DELETE FROM help_chunks WHERE position = 99');
     }
@@ -128,8 +128,9 @@ describe('keyword fallback', () => {
 
   it('says so through the tool when nothing matches', async () => {
     Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' });
-    const result = await runTool({ id: 'c', name: 'search_help_center', arguments: { query: 'zxqv' } });
+    const context = { customer: { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' }, ticketsOpened: 0 };
+    const result = await runTool({ id: 'c', name: 'search_help_center', arguments: { query: 'zxqv' } }, context);
     expect(result).toEqual({ method: 'fulltext', results: [], note: 'Nothing relevant found in the help center.' });
-    expect((await runTool({ id: 'c', name: 'search_help_center', arguments: { query: ' ' } })).error).toBe('query must be a non-empty text.');
+    expect((await runTool({ id: 'c', name: 'search_help_center', arguments: { query: ' ' } }, context)).error).toBe('query must be a non-empty text.');
   });
 });

@@ -203,7 +203,7 @@ export const SCENARIOS: Scenario[] = [
       expect(run.requests[0].system).toContain('maya.patel@example.com');
       const [listed, looked] = toolResults(run).map((r) => r.result as Record<string, any>);
       // Whatever the tool list says (no list tool yet, or the signed-in customer's own orders), never Sofia's.
-      expect(JSON.stringify(listed)).not.toMatch(/Sofia|1031|1038|1047/);
+      expect(/Sofia|1031|1038|1047/.test(JSON.stringify(listed)), `leaked: ${JSON.stringify(listed)}`).toBe(false);
       expect(looked).toEqual({ error: 'Order 1031 not found' });
     },
   },

@@ -9,17 +9,7 @@ that import it, the scripts you run last. New files are shown in full. --all add
 and scenarios.json after the code.`;
 
 await runMain(async () => {
-  const { values, positionals } = parseFlags({
-    options: {
-      all: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-  });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const { values, positionals } = parseFlags({ options: { all: { type: 'boolean' } }, allowPositionals: true });
   if (positionals.length !== 2) throw new UsageError('Give two part numbers.');
   const [from, to] = positionals.map((value) => {
     if (!/^\d{1,2}$/.test(value)) throw new UsageError(`"${value}" is not a part number.`);

@@ -28,7 +28,8 @@ await runMain(async () => {
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (!part || !scenario) throw new UsageError('Give a part folder and a scenario id.');
   if (!partScenarios(part).scenarios.includes(scenario.id)) throw new UsageError(`${part} does not declare ${scenario.id}.`);
-  const provider = values.provider === 'openai' ? 'openai' : 'gemini';
+  if (values.provider !== 'gemini' && values.provider !== 'openai') throw new UsageError(`--provider must be gemini or openai (got "${values.provider}").`);
+  const provider = values.provider;
 
   const fake = await startFakeProvider();
   const db = await createScratchDatabase();
