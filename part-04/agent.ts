@@ -1,8 +1,9 @@
 // The agent loop: ask the model, run the tools it asks for, and repeat until it answers.
 import { chatWithTools, describeRetry, ProviderError, type Message, type Usage } from '../shared/llm/index.ts';
-import { SYSTEM_PROMPT } from './prompt.ts';
+import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
-import { TOOL_DEFINITIONS } from './tools.ts';
+import type { Customer } from './session.ts';
+import { TOOL_DEFINITIONS, type ToolContext } from './tools.ts';
 import { Trace } from './trace.ts';
 
 /**
@@ -35,16 +36,19 @@ export interface AgentOptions {
   signal?: AbortSignal;
 }
 
-export async function runAgent(question: string, options: AgentOptions = {}): Promise<AgentResult> {
+/** Answers one question for the signed-in customer, whose data alone the tools may reach. */
+export async function runAgent(question: string, customer: Customer, options: AgentOptions = {}): Promise<AgentResult> {
   const trace = new Trace({ quiet: options.quiet });
   trace.event('start', { question });
   // The history grows within this question: every request carries everything so far.
   const messages: Message[] = [
-    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'system', content: systemPrompt(customer) },
     { role: 'user', content: question },
   ];
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const callCounts = new Map<string, number>();
+  // Handed to every tool beside the model's arguments: the session decides whose data they see.
+  const context: ToolContext = { customer, ticketsOpened: 0 };
 
   const finish = (answer: string, outcome: Outcome, steps: number): AgentResult => {
     trace.event('end', { answer, outcome, steps, tokens: usage });
@@ -80,7 +84,7 @@ export async function runAgent(question: string, options: AgentOptions = {}): Pr
     // Run every call of this step; each result goes back as one tool message, matched by call id.
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
-      const { result, exception } = await safeRunTool(call, callCounts);
+      const { result, exception } = await safeRunTool(call, callCounts, context);
       trace.event('tool_result', { step, name: call.name, result, ...(exception ? { exception } : {}) });
       messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(result) });
     }

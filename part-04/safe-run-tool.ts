@@ -1,6 +1,6 @@
 // Runs one tool call for the agent loop so that nothing a tool does can crash the loop.
 import type { ToolCall } from '../shared/llm/index.ts';
-import { runTool, type ToolResult } from './tools.ts';
+import { runTool, type ToolContext, type ToolResult } from './tools.ts';
 
 /** How often the same tool may run with the same arguments within one question. */
 export const MAX_REPEAT_CALLS = 2;
@@ -15,6 +15,7 @@ export const REPEATED_CALL_ERROR = 'You already made this exact call. Use the ea
 export async function safeRunTool(
   call: ToolCall,
   callCounts: Map<string, number>,
+  context: ToolContext,
 ): Promise<{ result: ToolResult; exception?: string }> {
   // Same tool, same arguments, in any key order: {"a":1,"b":2} and {"b":2,"a":1} are one call.
   const key = `${call.name}:${canonicalJson(call.arguments)}`;
@@ -23,7 +24,7 @@ export async function safeRunTool(
   if (count > MAX_REPEAT_CALLS) return { result: { error: REPEATED_CALL_ERROR } };
 
   try {
-    return { result: await runTool(call) };
+    return { result: await runTool(call, context) };
   } catch (error) {
     // The model gets a plain sentence; the technical detail goes to the trace for us.
     const exception = error instanceof Error ? error.message : String(error);
@@ -35,7 +36,7 @@ export async function safeRunTool(
 }
 
 /** JSON with object keys sorted at every level, so equal values always give equal text. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     const entries = Object.keys(value)

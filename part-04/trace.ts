@@ -1,9 +1,10 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
-import { logDir } from '../shared/config.ts';
+import { logDir, makeFolders } from '../shared/config.ts';
+import { printable, shorten } from '../shared/text.ts';
 
 export type TraceEventType =
   | 'start'
@@ -22,27 +23,45 @@ export interface TraceOptions {
 
 /**
  * One trace per question, in its own file: logs/traces/<start time>_<id>.jsonl. One file per question
- * means a question's record can be found, shared or deleted as a whole.
+ * means a question's record can be found, shared or deleted as a whole. A trace is a record, not the
+ * job: if it cannot be written, the question goes on and one warning says why.
  */
 export class Trace {
   readonly id = randomBytes(6).toString('hex');
   readonly file: string;
   private readonly quiet: boolean;
+  private failed = false;
 
   constructor(options: TraceOptions = {}) {
     this.quiet = options.quiet ?? false;
     const started = new Date().toISOString().replace(/[:.]/g, '-');
     this.file = path.join(logDir(), 'traces', `${started}_${this.id}.jsonl`);
-    mkdirSync(path.dirname(this.file), { recursive: true });
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
   event(type: TraceEventType, data: Record<string, unknown> = {}): void {
     const line = { ts: new Date().toISOString(), trace: this.id, type, ...data };
-    // Appending whole lines means a crash can cut the file short but never leave a half-written event.
-    appendFileSync(this.file, JSON.stringify(line) + '\n');
+    this.append(JSON.stringify(line) + '\n');
     const text = terminalLine(type, data);
-    if (text && !this.quiet) console.error(dim(text, process.stderr));
+    if (text && !this.quiet) console.error(dim(printable(text, { singleLine: true }), process.stderr));
+  }
+
+  private append(line: string): void {
+    if (this.failed) return;
+    try {
+      makeFolders(path.dirname(this.file));
+      // Appending whole lines means a crash can cut the file short but never leave a half-written event.
+      // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+      const fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK);
+      try {
+        writeSync(fd, line);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      this.failed = true;
+      console.error(dim(`warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`, process.stderr));
+    }
   }
 }
 
@@ -53,7 +72,7 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
     case 'tool_call':
       return `${step} model → ${data.name}(${JSON.stringify(data.arguments)}) (${data.ms} ms)`;
     case 'tool_result':
-      return `${step} tool ← ${shorten(JSON.stringify(data.result))}`;
+      return `${step} tool ← ${shorten(JSON.stringify(data.result), 160)}`;
     case 'retry':
       return `${step} ${data.message}`;
     case 'final_answer':
@@ -65,8 +84,4 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
     default:
       return undefined; // start and end are for the file; the CLI prints the question and answer
   }
-}
-
-function shorten(text: string, max = 160): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }

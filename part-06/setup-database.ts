@@ -21,7 +21,8 @@ const FUNCTIONS = ['refund_window_days', 'days_since_purchase', 'refund_days_lef
 /**
  * Makes sure the database has everything this part needs: the database itself, any missing table or
  * function, and the sample data in tables that are still empty. It never drops or changes what is
- * there, so every command can call it on start: a Part 5 database simply gains Part 6's tables.
+ * there, so every command can call it on start, and a database from an earlier chapter simply gains
+ * this chapter's tables.
  */
 export async function ensureDatabase(log: (line: string) => void = console.error): Promise<void> {
   await withSetupConnection(async (db, database) => {

@@ -1,4 +1,4 @@
-// Part 4 end to end: ask-agent.ts as a subprocess, with its trace lines, for both providers.
+// End to end: ask.ts as a subprocess, with its trace lines, for both providers.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { runScript } from '../../shared/testing/run-script.ts';
 
 // This part's own script, found from this file, so the test always runs the code beside it.
-const SCRIPT = fileURLToPath(new URL('../ask-agent.ts', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 
@@ -25,7 +25,7 @@ const refundScript = [
   (view: any) => ({ text: `Sorry, order 1043 can't be refunded: ${view.toolResults[0].result.reason}` }),
 ];
 
-describe.each(['gemini', 'openai'] as const)('ask-agent.ts with %s', (provider) => {
+describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
   it('prints the trace lines while working, then the answer and the outcome', async () => {
     fake.reply(...refundScript);
     const result = await runScript(SCRIPT, ['Can I get a refund for order 1043?'], {
@@ -41,7 +41,7 @@ describe.each(['gemini', 'openai'] as const)('ask-agent.ts with %s', (provider) 
   });
 });
 
-describe('ask-agent.ts options and errors', () => {
+describe('ask.ts options and errors', () => {
   it('--quiet hides the trace lines', async () => {
     fake.reply(...refundScript);
     const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], { env: { ...fake.env('gemini'), DB_NAME: db.name } });
@@ -70,10 +70,10 @@ describe('ask-agent.ts options and errors', () => {
   it('without a question: usage and exit 2; --help: exit 0', async () => {
     const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('Usage: npx tsx ask-agent.ts');
+    expect(missing.stderr).toContain('Usage: npx tsx part-04/ask.ts');
     const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini') });
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: npx tsx ask-agent.ts');
+    expect(help.stdout).toContain('Usage: npx tsx part-04/ask.ts');
   });
 
   it('an unreachable database is one line naming host and port, exit 1', async () => {

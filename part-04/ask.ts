@@ -1,0 +1,39 @@
+// Ask Nimbus one question; it works through as many tool calls as it needs, then answers.
+import { dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { ensureLogDir, llmSettings } from '../shared/config.ts';
+import { commandFor } from '../shared/hints.ts';
+import { printable } from '../shared/text.ts';
+import { runAgent } from './agent.ts';
+import { describeCustomer, signIn } from './session.ts';
+import { ensureDatabase } from './setup-database.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] "your question"')}
+
+Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. It looks up
+orders, checks refunds and opens tickets as needed, showing each step;
+--quiet shows only the answer. Every run writes a trace under logs/traces/.`;
+
+await runMain(async () => {
+  const { values, positionals } = parseFlags({
+    options: {
+      quiet: { type: 'boolean', short: 'q' },
+      customer: { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  const question = positionals.join(' ').trim();
+  if (!question) throw new UsageError('Please give Nimbus a question.');
+  // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
+  llmSettings();
+  ensureLogDir();
+  await ensureDatabase();
+  const customer = await signIn(values.customer);
+  if (!values.quiet) console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
+
+  const result = await runAgent(question, customer, { quiet: values.quiet });
+  console.log(printable(result.answer));
+  const tokens = result.usage.input_tokens + result.usage.output_tokens;
+  console.error(dim(`(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`, process.stderr));
+  // A fallback apology is still printed for the customer, but scripts should see that something failed.
+  return result.outcome === 'api_error' ? 1 : 0;
+}, USAGE);
