@@ -1,21 +1,16 @@
 // Nimbus's first answer: send the system prompt and one question to the model, print the reply.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { commandFor } from '../shared/hints.ts';
 import { chatWithTools, type Message } from '../shared/llm/index.ts';
+import { printable } from '../shared/text.ts';
 import { SYSTEM_PROMPT } from './prompt.ts';
 
-const USAGE = `Usage: npx tsx ask.ts "your question"
+const USAGE = `Usage: ${commandFor(import.meta.url, '"your question"')}
 
 Asks Nimbus one question and prints its answer.`;
 
 await runMain(async () => {
-  const { values, positionals } = parseFlags({
-    options: { help: { type: 'boolean', short: 'h' } },
-    allowPositionals: true,
-  });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const { positionals } = parseFlags({ options: {}, allowPositionals: true });
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
 
@@ -25,5 +20,6 @@ await runMain(async () => {
     { role: 'user', content: question },
   ];
   const reply = await chatWithTools(messages);
-  console.log(reply.text || '(Nimbus gave an empty answer; try asking another way.)');
+  // The model's text goes to a terminal: control characters in it are shown, never obeyed.
+  console.log(printable(reply.text) || '(Nimbus gave an empty answer; try asking another way.)');
 }, USAGE);

@@ -1,55 +1,87 @@
-// Creates the database and loads this part's SQL files; also sets it up on a first run.
+// Creates what this part needs in MySQL, never dropping anything on its own; resetting is a separate, explicit step.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { dbSettings } from '../shared/config.ts';
-import { connectionOptions, explainDatabaseError } from '../shared/db.ts';
+import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
 import { splitSqlStatements } from './split-sql.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-/** Applied in this order. Each file can also be run with the mysql client. */
-export const SQL_FILES = ['schema.sql', 'seed.sql'];
-/** If any of these is missing, the database is not ready for this part. */
-export const REQUIRED_TABLES = ['customers', 'products', 'orders', 'order_items'];
+/** This part's tables, in the order schema.sql creates them: each after the tables it points at. */
+export const TABLES = ['customers', 'products', 'orders', 'order_items'];
 
-/** Creates DB_NAME if needed and (re)applies every SQL file: the result is the same every time. */
-export async function setupDatabase(log: (line: string) => void = console.log): Promise<void> {
-  const { database } = dbSettings();
-  const connection = await mysql.createConnection(connectionOptions()).catch((error) => {
-    throw explainDatabaseError(error);
-  });
-  try {
-    // DB_NAME is checked to be letters, digits and underscores, so it is safe inside backticks.
-    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
-    await connection.query(`USE \`${database}\``);
-    log(`Database "${database}" is ready.`);
-    for (const file of SQL_FILES) {
-      const statements = splitSqlStatements(await readFile(path.join(HERE, file), 'utf8'));
-      for (const statement of statements) await connection.query(statement);
-      log(`Applied ${file} (${statements.length} statements).`);
+/**
+ * Makes sure the database has everything this part needs: the database itself, any missing table,
+ * and the sample data in tables that are still empty. It never drops or changes what is
+ * there, so every command can call it on start, and a database from an earlier chapter simply gains
+ * this chapter's tables.
+ */
+export async function ensureDatabase(log: (line: string) => void = console.error): Promise<void> {
+  await withSetupConnection(async (db, database) => {
+    const missing = await missingTables(db, database);
+    if (missing.length) {
+      log(`Database "${database}": creating ${missing.join(', ')}.`);
+      await runSqlFile(db, 'schema.sql'); // CREATE TABLE IF NOT EXISTS: existing tables are left alone
     }
+    await seedEmptyTables(db, log);
+  });
+}
+
+/** Drops this part's tables, then creates them again with the sample data. Only setup.ts calls this. */
+export async function resetDatabase(log: (line: string) => void = console.log): Promise<void> {
+  await withSetupConnection(async (db, database) => {
+    // A later chapter's tables may point at these; the checks are off for this connection only.
+    await db.query('SET FOREIGN_KEY_CHECKS = 0');
+    for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
+    await db.query('SET FOREIGN_KEY_CHECKS = 1');
+    log(`Database "${database}": dropped ${TABLES.join(', ')}.`);
+  });
+  await ensureDatabase(log);
+}
+
+/**
+ * Runs fn on a connection to DB_NAME (created if needed) while holding a lock named after it, so first
+ * runs started at the same moment take turns instead of racing to create the same tables.
+ */
+async function withSetupConnection(fn: (db: mysql.Connection, database: string) => Promise<void>): Promise<void> {
+  const { database } = dbSettings();
+  const db = await connectToServer();
+  try {
+    const [[lock]] = await db.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 60) AS got', [`nimbus-setup:${database}`.slice(0, 64)]);
+    if (lock.got !== 1) throw new DatabaseError(`Another setup of database "${database}" has been running for a minute; try again when it has finished.`);
+    // DB_NAME is checked to be letters, digits and underscores, so it is safe inside backticks.
+    await db.query(`CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    await db.query(`USE \`${database}\``);
+    await fn(db, database);
+  } catch (error) {
+    throw explainDatabaseError(error);
   } finally {
-    await connection.end();
+    await db.end().catch(() => {}); // closing the connection releases the lock
   }
 }
 
-/** Sets the database up when this part's tables are missing (a first run), saying so. */
-export async function ensureDatabase(log: (line: string) => void = console.error): Promise<void> {
-  const { database } = dbSettings();
-  const connection = await mysql.createConnection(connectionOptions()).catch((error) => {
-    throw explainDatabaseError(error);
-  });
-  let missing: string[];
-  try {
-    const [rows] = await connection.query('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [database]);
-    const existing = new Set((rows as Array<{ name: string }>).map((row) => row.name));
-    missing = REQUIRED_TABLES.filter((table) => !existing.has(table));
-  } finally {
-    await connection.end();
+async function missingTables(db: mysql.Connection, database: string): Promise<string[]> {
+  const [rows] = await db.query<mysql.RowDataPacket[]>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [database]);
+  const existing = new Set(rows.map((row) => String(row.name)));
+  return TABLES.filter((table) => !existing.has(table));
+}
+
+async function runSqlFile(db: mysql.Connection, file: string): Promise<void> {
+  for (const statement of splitSqlStatements(await readFile(path.join(HERE, file), 'utf8'))) await db.query(statement);
+}
+
+/** Runs each `INSERT INTO <table>` of seed.sql only if that table has no rows: sample data never overwrites real data. */
+async function seedEmptyTables(db: mysql.Connection, log: (line: string) => void): Promise<void> {
+  const seeded: string[] = [];
+  for (const statement of splitSqlStatements(await readFile(path.join(HERE, 'seed.sql'), 'utf8'))) {
+    const table = /^INSERT INTO (\w+)/i.exec(statement)?.[1];
+    if (!table) throw new Error(`seed.sql may only contain INSERT INTO statements (found: ${statement.slice(0, 40)}…).`);
+    const [rows] = await db.query<mysql.RowDataPacket[]>(`SELECT 1 FROM \`${table}\` LIMIT 1`);
+    if (rows.length > 0 && !seeded.includes(table)) continue;
+    await db.query(statement);
+    if (!seeded.includes(table)) seeded.push(table);
   }
-  if (missing.length === 0) return;
-  log(`First run: setting up database "${database}" (missing: ${missing.join(', ')}). Reset it any time with: npm run setup`);
-  await setupDatabase(log);
+  if (seeded.length) log(`Loaded the sample store into ${seeded.join(', ')} (seed.sql).`);
 }

@@ -1,14 +1,14 @@
-// Creates (or resets) the store's database for this part: `npx tsx setup.ts` or, from the root, `npm run setup`.
+// Resets the database to the sample store: `npx tsx setup.ts`. The tables here hold only sample data.
 import { parseFlags, runMain } from '../shared/cli.ts';
-import { setupDatabase } from './setup-database.ts';
+import { commandFor } from '../shared/hints.ts';
+import { resetDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx setup.ts
+const USAGE = `Usage: ${commandFor(import.meta.url)}
 
-Creates the database named by DB_NAME in .env (if needed) and loads this part's tables and sample data.
-Running it again resets those tables.`;
+Resets the database named by DB_NAME in .env: drops this part's tables and creates them again with
+the sample store. Every other command creates what is missing by itself: you only need this to start over.`;
 
 await runMain(async () => {
-  const { values } = parseFlags({ options: { help: { type: 'boolean', short: 'h' } } });
-  if (values.help) return void console.log(USAGE);
-  await setupDatabase();
+  parseFlags({ options: {} });
+  await resetDatabase();
 }, USAGE);

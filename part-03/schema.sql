@@ -1,18 +1,10 @@
 -- The store's tables: customers, products, orders and their items, and support tickets.
--- Re-running this file starts from a clean slate: it drops its own tables, then creates them.
+-- Safe to run again: it creates only the tables that are missing and never drops or changes one
+-- (setup.ts resets the database, after asking).
 -- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < schema.sql
 
--- Other tables (added in later chapters) may point at these; switch the checks off just for the drop.
-SET FOREIGN_KEY_CHECKS = 0;
-DROP TABLE IF EXISTS tickets;
-DROP TABLE IF EXISTS order_items;
-DROP TABLE IF EXISTS orders;
-DROP TABLE IF EXISTS products;
-DROP TABLE IF EXISTS customers;
-SET FOREIGN_KEY_CHECKS = 1;
-
 -- utf8mb4 stores any character, emoji included; MySQL's old "utf8" stops at 3 bytes.
-CREATE TABLE customers (
+CREATE TABLE IF NOT EXISTS customers (
   id         INT UNSIGNED NOT NULL AUTO_INCREMENT,
   name       VARCHAR(100) NOT NULL,
   email      VARCHAR(255) NOT NULL,
@@ -21,7 +13,7 @@ CREATE TABLE customers (
   UNIQUE KEY uq_customers_email (email)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
-CREATE TABLE products (
+CREATE TABLE IF NOT EXISTS products (
   id    INT UNSIGNED  NOT NULL AUTO_INCREMENT,
   sku   VARCHAR(32)   NOT NULL,
   name  VARCHAR(200)  NOT NULL,
@@ -32,7 +24,7 @@ CREATE TABLE products (
   CONSTRAINT chk_products_price CHECK (price >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
-CREATE TABLE orders (
+CREATE TABLE IF NOT EXISTS orders (
   id            INT UNSIGNED  NOT NULL AUTO_INCREMENT,
   customer_id   INT UNSIGNED  NOT NULL,
   status        ENUM('pending', 'paid', 'shipped', 'delivered', 'cancelled', 'refunded') NOT NULL,
@@ -48,7 +40,7 @@ CREATE TABLE orders (
   CONSTRAINT fk_orders_customer FOREIGN KEY (customer_id) REFERENCES customers (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci AUTO_INCREMENT = 1001;
 
-CREATE TABLE order_items (
+CREATE TABLE IF NOT EXISTS order_items (
   order_id   INT UNSIGNED      NOT NULL,
   product_id INT UNSIGNED      NOT NULL,
   quantity   SMALLINT UNSIGNED NOT NULL,
@@ -62,16 +54,21 @@ CREATE TABLE order_items (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
 -- Requests for a person: refunds, damaged items, anything the assistant cannot settle itself.
-CREATE TABLE tickets (
-  id         INT UNSIGNED NOT NULL AUTO_INCREMENT,
-  category   ENUM('refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty',
-                  'billing', 'account', 'other') NOT NULL,
+CREATE TABLE IF NOT EXISTS tickets (
+  id          INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  -- Whose ticket it is: always the signed-in customer, never someone the model named.
+  customer_id INT UNSIGNED NOT NULL,
+  category    ENUM('refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty',
+                   'billing', 'account', 'other') NOT NULL,
   -- Written by the model from the customer's words: any text, so TEXT in utf8mb4.
-  summary    TEXT         NOT NULL,
-  order_id   INT UNSIGNED NULL,
-  status     ENUM('open', 'in_progress', 'closed') NOT NULL DEFAULT 'open',
-  created_at DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  summary     TEXT         NOT NULL,
+  order_id    INT UNSIGNED NULL,
+  status      ENUM('open', 'in_progress', 'closed') NOT NULL DEFAULT 'open',
+  created_at  DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
   PRIMARY KEY (id),
+  -- "Does this customer already have an open ticket about this?" is asked before every new one.
+  KEY idx_tickets_customer (customer_id, status),
   KEY idx_tickets_order (order_id),
+  CONSTRAINT fk_tickets_customer FOREIGN KEY (customer_id) REFERENCES customers (id),
   CONSTRAINT fk_tickets_order FOREIGN KEY (order_id) REFERENCES orders (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci AUTO_INCREMENT = 5001;

@@ -1,14 +1,40 @@
-// Creates (or resets) the store's database for this part: `npx tsx setup.ts` or, from the root, `npm run setup`.
-import { parseFlags, runMain } from '../shared/cli.ts';
-import { setupDatabase } from './setup-database.ts';
+// Resets the database to the sample store: `npx tsx setup.ts` (`npm run setup` at the root). Says what goes, and asks first.
+import readline from 'node:readline/promises';
+import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { commandFor } from '../shared/hints.ts';
+import { planReset, resetDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: npx tsx setup.ts
+const USAGE = `Usage: ${commandFor(import.meta.url)} [--yes]
 
-Creates the database named by DB_NAME in .env (if needed) and loads this part's tables and sample data.
-Running it again resets those tables.`;
+Resets the database named by DB_NAME in .env: drops this part's tables and creates them again with
+the sample store. If the database holds support tickets, it first says how many it would delete and
+asks; --yes confirms without asking.
+Every other command creates what is missing by itself: you only need this to start over.`;
 
 await runMain(async () => {
-  const { values } = parseFlags({ options: { help: { type: 'boolean', short: 'h' } } });
-  if (values.help) return void console.log(USAGE);
-  await setupDatabase();
+  const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
+  const plan = await planReset();
+  if (plan.tickets) {
+    console.log(`Resetting database "${plan.database}" deletes ${count(plan.tickets, 'support ticket')}.`);
+    if (!values.yes && !(await confirmed())) {
+      console.log('Nothing was changed.');
+      return 1;
+    }
+  }
+  await resetDatabase();
 }, USAGE);
+
+/** On a terminal, asks; in a script (no terminal to ask on), --yes is required. */
+async function confirmed(): Promise<boolean> {
+  if (!process.stdin.isTTY) throw new UsageError('Nothing was changed: run it again with --yes to confirm.');
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return /^y(es)?$/i.test((await rl.question('Delete them? Type yes to continue: ')).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}

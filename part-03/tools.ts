@@ -1,13 +1,27 @@
 // The tools Nimbus may use: what the model is told about each one, and the code that runs it.
-import { query } from '../shared/db.ts';
+//
+// The model decides *what* to look up; the session decides *whose* data it may see. So no tool takes a
+// customer or an email from the model: the signed-in customer arrives in `context`, from our code, and
+// another customer's order looks exactly like one that does not exist.
+import type { ResultSetHeader, RowDataPacket } from 'mysql2';
+import { query, withTransaction } from '../shared/db.ts';
 import type { ToolCall, ToolDefinition } from '../shared/llm/index.ts';
+import type { Customer } from './session.ts';
 
 /** Every result is a small JSON object. Failures are results too: `{ error }` is something the model can read. */
 export type ToolResult = Record<string, unknown>;
 
+/** What our code hands every tool beside the model's arguments. The model never sees or sets it. */
+export interface ToolContext {
+  /** The signed-in customer: every lookup is limited to their orders. */
+  customer: Customer;
+  /** Tickets opened so far for the current question (see MAX_TICKETS_PER_TURN). */
+  ticketsOpened: number;
+}
+
 interface Tool {
   definition: ToolDefinition;
-  run(args: Record<string, unknown>): Promise<ToolResult>;
+  run(args: Record<string, unknown>, context: ToolContext): Promise<ToolResult>;
 }
 
 /** Thrown by argument checks; turned into an `{ error }` result by runTool. */
@@ -29,17 +43,19 @@ const getOrderStatus: Tool = {
       additionalProperties: false,
     },
   },
-  async run(args) {
+  async run(args, context) {
     const orderId = positiveInteger(args.order_id, 'order_id');
-    // Placeholders (?) send the value separately from the SQL, so no input can change the query.
+    // Placeholders (?) send the values separately from the SQL, so no input can change the query.
+    // `customer_id = ?` is the session's boundary: someone else's order is simply not found.
     const orders = await query<OrderRow[]>(
-      `SELECT id, status, shipping_cost,
-              DATE_FORMAT(created_at, '%Y-%m-%d') AS placed_on,
-              DATE_FORMAT(paid_at, '%Y-%m-%d') AS paid_on,
-              DATE_FORMAT(shipped_at, '%Y-%m-%d') AS shipped_on,
-              DATE_FORMAT(delivered_at, '%Y-%m-%d') AS delivered_on
-         FROM orders WHERE id = ?`,
-      [orderId],
+      `SELECT o.id, o.status, o.shipping_cost,
+              DATE_FORMAT(o.created_at, '%Y-%m-%d') AS placed_on,
+              DATE_FORMAT(o.paid_at, '%Y-%m-%d') AS paid_on,
+              DATE_FORMAT(o.shipped_at, '%Y-%m-%d') AS shipped_on,
+              DATE_FORMAT(o.delivered_at, '%Y-%m-%d') AS delivered_on,
+              ${ORDER_TOTAL} AS total
+         FROM orders o WHERE o.id = ? AND o.customer_id = ?`,
+      [orderId, context.customer.id],
     );
     if (orders.length === 0) return { error: `Order ${orderId} not found` };
     const order = orders[0];
@@ -49,7 +65,6 @@ const getOrderStatus: Tool = {
         WHERE i.order_id = ? ORDER BY p.name`,
       [orderId],
     );
-    const subtotal = items.reduce((sum, item) => sum + item.quantity * item.unit_price, 0);
     return {
       order_id: order.id,
       status: order.status,
@@ -59,17 +74,20 @@ const getOrderStatus: Tool = {
       delivered_on: order.delivered_on,
       items,
       shipping: order.shipping_cost,
-      // Work in cents so that 39.90 + 45.00 is exactly 84.90.
-      total: Math.round((subtotal + order.shipping_cost) * 100) / 100,
+      total: order.total,
       currency: 'USD',
     };
   },
 };
 
+/** An order's total, summed by MySQL in DECIMAL: exact cents, where adding JavaScript floats is not. */
+const ORDER_TOTAL = '(SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost';
+
 interface OrderRow {
   id: number;
   status: string;
   shipping_cost: number;
+  total: number;
   placed_on: string;
   paid_on: string | null;
   shipped_on: string | null;
@@ -89,26 +107,16 @@ const listCustomerOrders: Tool = {
   definition: {
     name: 'list_customer_orders',
     description:
-      "List a customer's orders, newest first, by the email address on their account. " +
-      'Use it when the customer does not know their order number.',
-    parameters: {
-      type: 'object',
-      properties: { email: { type: 'string', description: 'The email address the customer ordered with.' } },
-      required: ['email'],
-      additionalProperties: false,
-    },
+      "List the signed-in customer's orders, newest first. Use it when the customer does not know their order number.",
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
   },
-  async run(args) {
-    const email = emailAddress(args.email);
-    const customers = await query<Array<{ id: number; name: string }>>('SELECT id, name FROM customers WHERE email = ?', [email]);
-    if (customers.length === 0) return { error: `No customer with the email ${email}` };
+  async run(_args, context) {
     const orders = await query<Array<{ order_id: number; status: string; placed_on: string; total: number }>>(
-      `SELECT o.id AS order_id, o.status, DATE_FORMAT(o.created_at, '%Y-%m-%d') AS placed_on,
-              (SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost AS total
+      `SELECT o.id AS order_id, o.status, DATE_FORMAT(o.created_at, '%Y-%m-%d') AS placed_on, ${ORDER_TOTAL} AS total
          FROM orders o WHERE o.customer_id = ? ORDER BY o.created_at DESC, o.id DESC`,
-      [customers[0].id],
+      [context.customer.id],
     );
-    return { customer: customers[0].name, orders };
+    return { customer: context.customer.name, orders };
   },
 };
 
@@ -128,14 +136,14 @@ const checkRefundEligibility: Tool = {
       additionalProperties: false,
     },
   },
-  async run(args) {
+  async run(args, context) {
     const orderId = positiveInteger(args.order_id, 'order_id');
     // The rule itself lives in functions.sql: the database answers, we only pass the question on.
     const rows = await query<Array<{ order_id: number; status: string; days_since_purchase: number | null; eligible: number; reason: string }>>(
       `SELECT id AS order_id, status, days_since_purchase(paid_at) AS days_since_purchase,
               is_refund_eligible(status, paid_at) AS eligible, refund_reason(status, paid_at) AS reason
-         FROM orders WHERE id = ?`,
-      [orderId],
+         FROM orders WHERE id = ? AND customer_id = ?`,
+      [orderId, context.customer.id],
     );
     if (rows.length === 0) return { error: `Order ${orderId} not found` };
     return { ...rows[0], eligible: rows[0].eligible === 1 };
@@ -147,13 +155,16 @@ const checkRefundEligibility: Tool = {
 
 const TICKET_CATEGORIES = ['refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty', 'billing', 'account', 'other'];
 const MAX_SUMMARY_LENGTH = 2000;
+/** New tickets one question may open. A model that loops (or a reply with 300 calls) stops here. */
+export const MAX_TICKETS_PER_TURN = 2;
 
 const createSupportTicket: Tool = {
   definition: {
     name: 'create_support_ticket',
     description:
-      'Open a support ticket so a person from the team follows up. Only call this after the customer has ' +
-      'agreed to it. Returns the ticket number to give the customer.',
+      'Open a support ticket for the signed-in customer so a person from the team follows up. Only call this after ' +
+      'the customer has agreed to it. Returns the ticket number to give the customer; if the same request is ' +
+      'already open, returns that ticket instead (already_open: true).',
     parameters: {
       type: 'object',
       properties: {
@@ -165,24 +176,43 @@ const createSupportTicket: Tool = {
       additionalProperties: false,
     },
   },
-  async run(args) {
+  async run(args, context) {
     if (typeof args.category !== 'string' || !TICKET_CATEGORIES.includes(args.category)) {
       throw new ArgumentError(`category must be one of ${TICKET_CATEGORIES.join(', ')} (got ${JSON.stringify(args.category) ?? 'nothing'}).`);
     }
+    const category = args.category;
     const summary = typeof args.summary === 'string' ? args.summary.trim() : '';
     if (!summary) throw new ArgumentError('summary must be a non-empty text saying what the customer needs.');
     if (summary.length > MAX_SUMMARY_LENGTH) throw new ArgumentError(`summary must be at most ${MAX_SUMMARY_LENGTH} characters.`);
     const orderId = args.order_id === undefined || args.order_id === null ? null : positiveInteger(args.order_id, 'order_id');
-    if (orderId !== null) {
-      const found = await query<unknown[]>('SELECT 1 FROM orders WHERE id = ?', [orderId]);
-      if (found.length === 0) return { error: `Order ${orderId} not found` };
-    }
-    const result = await query<{ insertId: number }>('INSERT INTO tickets (category, summary, order_id) VALUES (?, ?, ?)', [
-      args.category,
-      summary,
-      orderId,
-    ]);
-    return { created: true, ticket_id: result.insertId, status: 'open' };
+    const customerId = context.customer.id;
+
+    const result = await withTransaction(async (db): Promise<ToolResult> => {
+      // Lock the customer's row: two processes opening the same ticket now take turns, so the
+      // "already open?" check below cannot be passed by both.
+      await db.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
+      if (orderId !== null) {
+        const [found] = await db.query<RowDataPacket[]>('SELECT 1 FROM orders WHERE id = ? AND customer_id = ?', [orderId, customerId]);
+        if (found.length === 0) return { error: `Order ${orderId} not found` };
+      }
+      // Asking twice (a retry, a "yes please" after an interrupted answer) must not open a second ticket.
+      const [open] = await db.query<RowDataPacket[]>(
+        `SELECT id, status FROM tickets
+          WHERE customer_id = ? AND category = ? AND order_id <=> ? AND status <> 'closed' ORDER BY id LIMIT 1`,
+        [customerId, category, orderId],
+      );
+      if (open.length) return { created: false, already_open: true, ticket_id: open[0].id, status: open[0].status };
+      if (context.ticketsOpened >= MAX_TICKETS_PER_TURN) {
+        return { error: `No more than ${MAX_TICKETS_PER_TURN} new tickets can be opened for one question. Tell the customer the team will follow up on the tickets already opened.` };
+      }
+      const [inserted] = await db.query<ResultSetHeader>(
+        'INSERT INTO tickets (customer_id, category, summary, order_id) VALUES (?, ?, ?, ?)',
+        [customerId, category, summary, orderId],
+      );
+      return { created: true, ticket_id: inserted.insertId, status: 'open' };
+    });
+    if (result.created) context.ticketsOpened++;
+    return result;
   },
 };
 
@@ -195,12 +225,12 @@ const TOOLS: Tool[] = [getOrderStatus, listCustomerOrders, checkRefundEligibilit
 export const TOOL_DEFINITIONS: ToolDefinition[] = TOOLS.map((tool) => tool.definition);
 
 /** Runs one call from the model. Unknown tools and bad arguments become `{ error }` results, not exceptions. */
-export async function runTool(call: ToolCall): Promise<ToolResult> {
+export async function runTool(call: ToolCall, context: ToolContext): Promise<ToolResult> {
   const tool = TOOLS.find((t) => t.definition.name === call.name);
   if (!tool) return { error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.` };
   if (call.arguments_error) return { error: call.arguments_error };
   try {
-    return await tool.run(call.arguments);
+    return await tool.run(call.arguments, context);
   } catch (error) {
     if (error instanceof ArgumentError) return { error: error.message };
     throw error;
@@ -214,13 +244,4 @@ function positiveInteger(value: unknown, name: string): number {
     throw new ArgumentError(`${name} must be a positive whole number, e.g. 1043 (got ${JSON.stringify(value) ?? 'nothing'}).`);
   }
   return number;
-}
-
-/** A plausible email address, lower-cased (addresses are stored lower-case). */
-function emailAddress(value: unknown): string {
-  const email = typeof value === 'string' ? value.trim().toLowerCase() : '';
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
-    throw new ArgumentError(`email must be an email address such as maya.patel@example.com (got ${JSON.stringify(value) ?? 'nothing'}).`);
-  }
-  return email;
 }

@@ -46,12 +46,15 @@ describe('ask.ts errors', () => {
     expect(result.stderr).toBe('The OpenAI-compatible server rejected the API key (401). Check OPENAI_API_KEY in .env.\n');
   });
 
-  it('without a question: usage, exit 2; --help: usage, exit 0', async () => {
+  it('without a question: usage, exit 2; --help: usage, exit 0 — written for where it was run from', async () => {
     const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('Usage: npx tsx ask.ts "your question"');
-    const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini') });
+    expect(missing.stderr).toBe('Please give Nimbus a question.\nUsage: npx tsx part-01/ask.ts "your question"\n\nAsks Nimbus one question and prints its answer.\n');
+    const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini'), cwd: path.dirname(SCRIPT) });
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: npx tsx ask.ts "your question"');
+    const unknown = await runScript(SCRIPT, ['--verbose', 'Hi'], { env: fake.env('gemini') });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.split('\n')[0]).toBe('Unknown option --verbose.');
   });
 });

@@ -51,10 +51,11 @@ describe('ask.ts errors and first run', () => {
       fake.reply({ text: 'Which order number?' });
       const result = await runScript(SCRIPT, ['Where is my order?'], { env: { ...fake.env('gemini'), DB_NAME: fresh.name } });
       expect(result.code).toBe(0);
-      expect(result.stderr).toContain(`First run: setting up database "${fresh.name}"`);
+      expect(result.stderr).toContain(`Database "${fresh.name}": creating customers, products, orders, order_items`);
       expect(result.stdout).toBe('Which order number?\n');
+      fake.reply({ text: 'Which order number?' });
       const again = await runScript(SCRIPT, ['Where is my order?'], { env: { ...fake.env('gemini'), DB_NAME: fresh.name } });
-      expect(again.stderr).not.toContain('First run');
+      expect(again.stderr).toBe('Signed in as Maya Patel (maya.patel@example.com).\n');
     } finally {
       await fresh.drop();
     }
@@ -78,9 +79,9 @@ describe('ask.ts errors and first run', () => {
   it('without a question: usage, exit 2; --help: usage, exit 0', async () => {
     const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('Usage: npx tsx ask.ts "your question"');
+    expect(missing.stderr).toContain('Usage: npx tsx part-02/ask.ts [--customer=<email>] "your question"');
     const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini') });
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: npx tsx ask.ts "your question"');
+    expect(help.stdout).toContain('Usage: npx tsx part-02/ask.ts [--customer=<email>] "your question"');
   });
 });

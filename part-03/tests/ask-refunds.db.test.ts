@@ -5,7 +5,7 @@ import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 
 const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
 let fake: FakeProvider;
@@ -14,7 +14,7 @@ let db: ScratchDatabase;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
 });
 afterAll(async () => {
   await fake.close();
@@ -46,6 +46,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
   });
 
   it('opens a ticket when asked and reports its number', async () => {
+    await query("UPDATE tickets SET status = 'closed'"); // one per provider
     fake.reply(
       { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: `Refund for 1042 (${provider}).`, order_id: 1042 } }] },
       (view) => ({ text: `Done: ticket #${(view.toolResults[0].result as any).ticket_id}.` }),

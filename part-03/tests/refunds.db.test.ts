@@ -2,13 +2,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
 });
 afterAll(() => db.drop());
 
@@ -43,7 +43,8 @@ describe('the refund window', () => {
 });
 
 describe('check_refund_eligibility', () => {
-  const check = (args: Record<string, unknown>) => runTool({ id: 'c', name: 'check_refund_eligibility', arguments: args });
+  const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+  const check = (args: Record<string, unknown>) => runTool({ id: 'c', name: 'check_refund_eligibility', arguments: args }, { customer: maya, ticketsOpened: 0 });
 
   it('holds the chapter\'s facts: 1043 is outside the window, 1042 has 11 days left', async () => {
     expect(await check({ order_id: 1043 })).toEqual({
@@ -64,6 +65,7 @@ describe('check_refund_eligibility', () => {
 
   it('reports unknown orders and bad arguments as results', async () => {
     expect(await check({ order_id: 9999 })).toEqual({ error: 'Order 9999 not found' });
+    expect(await check({ order_id: 1030 })).toEqual({ error: 'Order 1030 not found' }); // another customer's
     expect((await check({ order_id: 'soon' })).error).toMatch(/^order_id must be a positive whole number/);
   });
 });

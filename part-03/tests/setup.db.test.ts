@@ -1,56 +1,124 @@
-// setup builds the same store every time, and the chapters' facts hold on it.
+// The database is created on a first run, gains what is missing later, and is reset only when asked, saying what goes.
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { setupDatabase, SQL_FILES } from '../setup-database.ts';
+import { runScript } from '../../shared/testing/run-script.ts';
+import { ensureDatabase, resetDatabase, TABLES } from '../setup-database.ts';
 
+const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
 let db: ScratchDatabase;
 const log: string[] = [];
 
 beforeAll(async () => {
   db = await createScratchDatabase();
-  await setupDatabase((line) => log.push(line));
+  await ensureDatabase((line) => log.push(line));
 });
 afterAll(() => db.drop());
 
+const tables = async () =>
+  (await query<Array<{ name: string }>>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()')).map((r) => r.name).sort();
+const count = async (table: string) => (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+
 /** Every row of the store, with dates as "days ago" so two runs seconds apart compare equal. */
 async function snapshot() {
-  const tables = { customers: 'id', products: 'id', orders: 'id', order_items: 'order_id, product_id' };
+  const keys = { customers: 'id', products: 'id', orders: 'id', order_items: 'order_id, product_id' };
   const result: Record<string, unknown[]> = {};
-  for (const [table, key] of Object.entries(tables)) {
+  for (const [table, key] of Object.entries(keys)) {
     const rows = await query<Record<string, unknown>[]>(`SELECT * FROM ${table} ORDER BY ${key}`);
     result[table] = rows.map((row) =>
-      Object.fromEntries(
-        Object.entries(row).map(([k, v]) => [k, v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v]),
-      ),
+      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v])),
     );
   }
   return result;
 }
 
-describe('setup', () => {
-  it('says what it did', () => {
-    expect(log.slice(0, 1 + SQL_FILES.length)).toEqual([
-      `Database "${db.name}" is ready.`,
-      ...SQL_FILES.map((file) => expect.stringMatching(new RegExp(`^Applied ${file} \\(\\d+ statements\\)\\.$`))),
-    ]);
+/** A ticket: what a customer asked for, which only an explicit reset may delete. */
+async function somethingToLose(): Promise<void> {
+  await query("INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')");
+}
+
+describe('a first run', () => {
+  it('creates every table, the refund rule and the sample store, and says so', async () => {
+    expect(await tables()).toEqual([...TABLES].sort());
+    expect(log[0]).toBe(`Database "${db.name}": creating ${TABLES.join(', ')}.`);
+    expect(log).toContain(`Database "${db.name}": defining the refund rule (functions.sql).`);
+    expect(log).toContain('Loaded the sample store into customers, products, orders, order_items (seed.sql).');
   });
 
-  it('gives the same state when run twice, removing anything added in between', async () => {
+  it('changes nothing when everything is there: no message, no row touched', async () => {
+    await somethingToLose();
+    const before = [await snapshot(), await count('tickets')];
+    const lines: string[] = [];
+    await ensureDatabase((line) => lines.push(line));
+    expect(lines).toEqual([]);
+    expect([await snapshot(), await count('tickets')]).toEqual(before);
+  });
+
+  it('creates only what is missing, and keeps the rest', async () => {
+    await somethingToLose();
+    const tickets = await count('tickets');
+    await query('DROP TABLE order_items');
+    const lines: string[] = [];
+    await ensureDatabase((line) => lines.push(line));
+    expect(lines).toEqual([`Database "${db.name}": creating order_items.`, 'Loaded the sample store into order_items (seed.sql).']);
+    expect(await tables()).toEqual([...TABLES].sort());
+    expect(await count('tickets')).toBe(tickets);
+    expect(await count('orders')).toBe(20);
+  });
+});
+
+describe('first runs started at the same moment', () => {
+  it('take turns and all succeed, creating everything once', async () => {
+    const scratch = await createScratchDatabase();
+    try {
+      const results = await Promise.allSettled(Array.from({ length: 5 }, () => ensureDatabase(() => {})));
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      expect(await count('customers')).toBe(8);
+    } finally {
+      await scratch.drop();
+      process.env.DB_NAME = db.name;
+    }
+  });
+});
+
+describe('setup.ts resets, and only when told to', () => {
+  it('says what it would delete and changes nothing without a terminal to ask on or --yes', async () => {
+    await somethingToLose();
+    const tickets = await count('tickets');
+    const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${tickets} support ticket${tickets === 1 ? '' : 's'}.\n`);
+    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: run it again with --yes to confirm.');
+    expect(await count('tickets')).toBe(tickets);
+  });
+
+  it('with --yes deletes the tickets and rebuilds the sample store', async () => {
+    await somethingToLose();
+    const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);
+    expect(await count('tickets')).toBe(0);
+    expect(await count('orders')).toBe(20);
+  });
+
+  it('resetDatabase gives the same store every time, removing anything added in between', async () => {
     const before = await snapshot();
     await query("INSERT INTO customers (name, email) VALUES ('Extra', 'extra@example.com')");
     await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");
-    await setupDatabase(() => {});
+    await resetDatabase(() => {});
     expect(await snapshot()).toEqual(before);
   });
+});
 
-  it('holds the chapters\' facts: 1043 paid 20 days ago, 1042 paid 3 days ago, same customer', async () => {
+describe('the sample store', () => {
+  it("holds the chapters' facts: 1043 paid 20 days ago, 1042 paid 3 days ago, same customer", async () => {
     const rows = await query<Array<{ id: number; customer_id: number; status: string; days: number }>>(
       'SELECT id, customer_id, status, DATEDIFF(NOW(), paid_at) AS days FROM orders WHERE id IN (1042, 1043) ORDER BY id',
     );
     expect(rows).toEqual([
-      { id: 1042, customer_id: rows[1].customer_id, status: 'shipped', days: 3 },
-      { id: 1043, customer_id: rows[0].customer_id, status: 'delivered', days: 20 },
+      { id: 1042, customer_id: 1, status: 'shipped', days: 3 },
+      { id: 1043, customer_id: 1, status: 'delivered', days: 20 },
     ]);
   });
 

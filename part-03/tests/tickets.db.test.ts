@@ -1,30 +1,74 @@
-// create_support_ticket and list_customer_orders against a real database.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// create_support_ticket and list_customer_orders against a real database, always for the signed-in customer.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { setupDatabase } from '../setup-database.ts';
-import { runTool } from '../tools.ts';
+import { ensureDatabase } from '../setup-database.ts';
+import { MAX_TICKETS_PER_TURN, runTool, TOOL_DEFINITIONS, type ToolContext } from '../tools.ts';
 
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+const sofia = { id: 3, name: 'Sofia García', email: 'sofia.garcia@example.com' };
 let db: ScratchDatabase;
+let context: ToolContext;
 beforeAll(async () => {
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
+});
+beforeEach(() => {
+  context = { customer: maya, ticketsOpened: 0 }; // a new question
 });
 afterAll(() => db.drop());
 
-const run = (name: string, args: Record<string, unknown>) => runTool({ id: 'c', name, arguments: args });
+const run = (name: string, args: Record<string, unknown>) => runTool({ id: 'c', name, arguments: args }, context);
+const openTickets = async () => (await query<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM tickets WHERE status = 'open'"))[0].n;
 
 describe('create_support_ticket', () => {
-  it('creates an open ticket numbered from 5001 and links the order', async () => {
+  it('opens a ticket for the signed-in customer, numbered from 5001, and links the order', async () => {
     const first = await run('create_support_ticket', { category: 'refund', summary: 'Refund for order 1042.', order_id: 1042 });
     expect(first).toEqual({ created: true, ticket_id: 5001, status: 'open' });
     const second = await run('create_support_ticket', { category: 'other', summary: 'Question about gift wrapping.' });
     expect(second).toEqual({ created: true, ticket_id: 5002, status: 'open' });
-    const rows = await query<Array<Record<string, unknown>>>('SELECT id, category, summary, order_id, status FROM tickets ORDER BY id');
+    const rows = await query<Array<Record<string, unknown>>>('SELECT id, customer_id, category, summary, order_id, status FROM tickets ORDER BY id');
     expect(rows).toEqual([
-      { id: 5001, category: 'refund', summary: 'Refund for order 1042.', order_id: 1042, status: 'open' },
-      { id: 5002, category: 'other', summary: 'Question about gift wrapping.', order_id: null, status: 'open' },
+      { id: 5001, customer_id: 1, category: 'refund', summary: 'Refund for order 1042.', order_id: 1042, status: 'open' },
+      { id: 5002, customer_id: 1, category: 'other', summary: 'Question about gift wrapping.', order_id: null, status: 'open' },
     ]);
+  });
+
+  it('returns the open ticket instead of opening the same one twice, and opens a new one once it is closed', async () => {
+    const again = await run('create_support_ticket', { category: 'refund', summary: 'Refund for 1042, asked again.', order_id: 1042 });
+    expect(again).toEqual({ created: false, already_open: true, ticket_id: 5001, status: 'open' });
+    await query("UPDATE tickets SET status = 'closed' WHERE id = 5001");
+    expect(await run('create_support_ticket', { category: 'refund', summary: 'A new refund request.', order_id: 1042 })).toMatchObject({ created: true });
+  });
+
+  it('opens one ticket when the same request arrives from several processes at once', async () => {
+    const before = await openTickets();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => runTool({ id: 'c', name: 'create_support_ticket', arguments: { category: 'warranty', summary: 'Broken.', order_id: 1043 } }, { customer: maya, ticketsOpened: 0 })),
+    );
+    expect(results.filter((r) => r.created === true)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.ticket_id)).size).toBe(1);
+    expect(await openTickets()).toBe(before + 1);
+  });
+
+  it(`opens at most ${MAX_TICKETS_PER_TURN} new tickets for one question`, async () => {
+    const before = await openTickets();
+    const categories = ['return', 'exchange', 'shipping', 'billing', 'account'];
+    const results = [];
+    for (const category of categories) results.push(await run('create_support_ticket', { category, summary: `About ${category}.` }));
+    expect(results.filter((r) => r.created)).toHaveLength(MAX_TICKETS_PER_TURN);
+    expect(results.at(-1)!.error).toMatch(/^No more than 2 new tickets can be opened for one question/);
+    expect(await openTickets()).toBe(before + MAX_TICKETS_PER_TURN);
+  });
+
+  it("treats another customer's order exactly like one that does not exist", async () => {
+    expect(await run('create_support_ticket', { category: 'refund', summary: 'Refund please.', order_id: 1031 })).toEqual({ error: 'Order 1031 not found' });
+    expect(await run('create_support_ticket', { category: 'refund', summary: 'Refund please.', order_id: 9999 })).toEqual({ error: 'Order 9999 not found' });
+  });
+
+  it('takes no customer from the model: there is no argument for one', () => {
+    const definition = TOOL_DEFINITIONS.find((t) => t.name === 'create_support_ticket')!;
+    expect(Object.keys(definition.parameters.properties).sort()).toEqual(['category', 'order_id', 'summary']);
   });
 
   it('stores quotes, emoji, non-Latin text and SQL fragments exactly as written', async () => {
@@ -49,8 +93,8 @@ describe('create_support_ticket', () => {
 });
 
 describe('list_customer_orders', () => {
-  it("lists a customer's orders newest first, whatever the email's case", async () => {
-    expect(await run('list_customer_orders', { email: ' Maya.Patel@Example.com ' })).toEqual({
+  it("lists the signed-in customer's orders, newest first, with exact totals", async () => {
+    expect(await run('list_customer_orders', {})).toEqual({
       customer: 'Maya Patel',
       orders: [
         { order_id: 1042, status: 'shipped', placed_on: expect.any(String), total: 84.9 },
@@ -59,8 +103,11 @@ describe('list_customer_orders', () => {
     });
   });
 
-  it('reports an unknown customer and a malformed email as results', async () => {
-    expect(await run('list_customer_orders', { email: 'nobody@example.com' })).toEqual({ error: 'No customer with the email nobody@example.com' });
-    expect((await run('list_customer_orders', { email: "x' OR '1'='1" })).error).toMatch(/^email must be an email address/);
+  it("ignores an email the model puts in (it has no email argument), so it cannot list someone else's orders", async () => {
+    expect(TOOL_DEFINITIONS.find((t) => t.name === 'list_customer_orders')!.parameters.properties).toEqual({});
+    const result = await run('list_customer_orders', { email: 'SOFIA.GARCÍA@EXAMPLE.COM' });
+    expect(result.customer).toBe('Maya Patel');
+    context = { customer: sofia, ticketsOpened: 0 };
+    expect(((await run('list_customer_orders', {})).orders as Array<{ order_id: number }>).map((o) => o.order_id)).toEqual([1047, 1038, 1031]);
   });
 });

@@ -2,18 +2,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { setupDatabase } from '../setup-database.ts';
+import { ensureDatabase } from '../setup-database.ts';
 import { runTool, TOOL_DEFINITIONS } from '../tools.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
   db = await createScratchDatabase();
-  await setupDatabase(() => {});
+  await ensureDatabase(() => {});
 });
 afterAll(() => db.drop());
 
-const call = (name: string, args: Record<string, unknown>, argumentsError?: string) =>
-  runTool({ id: 'call_test', name, arguments: args, ...(argumentsError ? { arguments_error: argumentsError } : {}) });
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+const ravi = { id: 8, name: 'Ravi Shah', email: 'ravi.shah@example.com' };
+const call = (name: string, args: Record<string, unknown>, argumentsError?: string, customer = maya) =>
+  runTool({ id: 'call_test', name, arguments: args, ...(argumentsError ? { arguments_error: argumentsError } : {}) }, { customer, ticketsOpened: 0 });
 
 describe('get_order_status', () => {
   it('is offered to the model with a JSON Schema for its argument', () => {
@@ -40,11 +42,15 @@ describe('get_order_status', () => {
   });
 
   it('adds shipping to the total for small orders', async () => {
-    expect(await call('get_order_status', { order_id: 1036 })).toMatchObject({ shipping: 4.99, total: 49.99 });
+    expect(await call('get_order_status', { order_id: 1036 }, undefined, ravi)).toMatchObject({ shipping: 4.99, total: 49.99 });
   });
 
   it('reports an unknown order as a result, not an exception', async () => {
     expect(await call('get_order_status', { order_id: 9999 })).toEqual({ error: 'Order 9999 not found' });
+  });
+
+  it("answers another customer's order exactly like one that does not exist", async () => {
+    expect(await call('get_order_status', { order_id: 1036 })).toEqual({ error: 'Order 1036 not found' });
   });
 
   it('accepts a number written as a string', async () => {

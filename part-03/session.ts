@@ -1,0 +1,39 @@
+// Who is signed in: the one customer whose data this session may see. Chosen by configuration, never by the model.
+//
+// A terminal has no login screen, so the customer comes from CUSTOMER_EMAIL in .env or --customer=<email>.
+// A web app would take it from its login session instead; everything after this file stays the same.
+import { UsageError } from '../shared/cli.ts';
+import { customerEmail } from '../shared/config.ts';
+import { query } from '../shared/db.ts';
+
+export interface Customer {
+  id: number;
+  name: string;
+  email: string;
+}
+
+/** Finds the customer to sign in: `--customer=<email>` if given, else CUSTOMER_EMAIL. Problems are usage errors (exit 2). */
+export async function signIn(flag: string | undefined): Promise<Customer> {
+  const email = (flag ?? customerEmail())?.trim().toLowerCase();
+  if (!email) {
+    throw new UsageError('Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.');
+  }
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
+    throw new UsageError(`"${email}" is not an email address; sign in with one such as --customer=maya.patel@example.com.`);
+  }
+  const customer = await findCustomer(email);
+  if (!customer) throw new UsageError(`There is no customer with the email ${email}.`);
+  return customer;
+}
+
+/** The customer with exactly this email, if any. */
+export async function findCustomer(email: string): Promise<Customer | undefined> {
+  const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [email.trim().toLowerCase()]);
+  // The column's collation ignores case and accents ("GARCÍA" = "garcia"): only an exact match counts.
+  return rows.find((row) => row.email === email.trim().toLowerCase());
+}
+
+/** "Maya Patel (maya.patel@example.com)": how scripts say who is signed in. */
+export function describeCustomer(customer: Customer): string {
+  return `${customer.name} (${customer.email})`;
+}
