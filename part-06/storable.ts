@@ -4,35 +4,34 @@
 // nesting. Every server refuses a statement larger than max_allowed_packet (16 MB by default on MariaDB),
 // and a huge answer counts twice, in `content` and in `provider_raw`. Rather than lose the whole turn,
 // the message is changed as little as possible, and the change is recorded in `storage_note`.
-import { isPlainObject } from '../shared/llm/index.ts';
+import { isPlainObject, type Message } from '../shared/llm/index.ts';
 import { shorten, wellFormed } from '../shared/text.ts';
-import type { StoredMessage } from './memory.ts';
 
 /** The most JSON characters one stored message may take: well inside any packet limit, even as 4-byte UTF-8. */
 export const MAX_STORED_CHARS = 100_000;
 /** The deepest JSON MariaDB accepts, counting every object and array from the top (32 levels are refused). */
 const MAX_JSON_DEPTH = 31;
 
-export interface Storable {
-  message: StoredMessage;
+export interface Storable<T extends Message> {
+  message: T;
   /** What was changed and why; undefined when the message is stored exactly as it was. */
   note?: string;
 }
 
-export function storable(original: StoredMessage): Storable {
+export function storable<T extends Message>(original: T): Storable<T> {
   const notes: string[] = [];
-  let message = mapStrings(original, wellFormed) as StoredMessage;
+  let message = mapStrings(original, wellFormed) as T;
   if (JSON.stringify(message) !== JSON.stringify(original)) notes.push('broken characters replaced');
 
   // provider_raw is a copy of what the neutral fields say; dropping it only means the message is
   // rebuilt from those fields when replayed (Gemini then gets the documented dummy signature).
   if (message.role === 'assistant' && message.provider_raw && (depth(message) > MAX_JSON_DEPTH || size(message) > MAX_STORED_CHARS)) {
     const { provider_raw: _, ...rest } = message;
-    message = rest;
+    message = rest as T;
     notes.push('provider_raw left out (too large or too deeply nested)');
   }
   if (depth(message) > MAX_JSON_DEPTH) {
-    message = cutDeepValues(message, MAX_JSON_DEPTH) as StoredMessage;
+    message = cutDeepValues(message, MAX_JSON_DEPTH) as T;
     notes.push(`values nested deeper than ${MAX_JSON_DEPTH} levels replaced`);
   }
   if (size(message) > MAX_STORED_CHARS && 'content' in message) {
