@@ -33,7 +33,8 @@ await runMain(async () => {
 
   const fake = await startFakeProvider();
   const db = await createScratchDatabase();
-  const env = { DB_NAME: db.name, LOG_DIR: path.join(ROOT_DIR, 'logs', 'samples') };
+  // The demo customer signs in, as .env.example sets it up.
+  const env = { DB_NAME: db.name, LOG_DIR: path.join(ROOT_DIR, 'logs', 'samples'), CUSTOMER_EMAIL: 'maya.patel@example.com' };
   try {
     // The transcript names the learner's database, not our scratch one.
     const print = (text: string) => console.log(text.replaceAll(db.name, 'nimbus'));

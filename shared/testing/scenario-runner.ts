@@ -44,7 +44,7 @@ export async function runScenario(
   const options = { env: { ...fake.env(provider), ...env }, cwd: path.join(ROOT_DIR, part) };
 
   const record = (command: string, result: ScriptResult) => {
-    if (result.code !== 0) throw new Error(`${command} exited with ${result.code}:\n${result.stderr}`);
+    if (result.code !== 0) throw new Error(`${command} exited with ${result.code}:\n${result.stderr || result.stdout}`);
     outputs.push(result.stdout);
     transcript.push(`$ ${command}\n${result.stderr}${result.stdout}`);
   };
