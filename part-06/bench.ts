@@ -1,4 +1,4 @@
-// Measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
+// Going further: measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,4 +1,4 @@
-// Deletes conversations everywhere: `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
+// Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { parseConversationId } from './memory.ts';

@@ -1,4 +1,4 @@
-// Deletes conversations nobody has used for N days, with their messages and traces: `npx tsx prune.ts --days=90`.
+// Going further: deletes conversations nobody has used for N days, with their messages and traces: `npx tsx prune.ts --days=90`.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { planPrune, prune } from './retention.ts';

@@ -1,4 +1,4 @@
-// Deleting conversations everywhere they live: their rows (through memory.ts) and their trace files.
+// Going further: deleting conversations everywhere they live: their rows (through memory.ts) and their trace files.
 //
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.

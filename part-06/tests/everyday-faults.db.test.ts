@@ -11,6 +11,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
+import { API_ERROR_ANSWER } from '../agent.ts';
 import { loadMessages, loadRows } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
@@ -106,6 +107,43 @@ describe('a save that fails', () => {
   });
 });
 
+describe.each(['gemini', 'openai'] as const)('a provider that never answers (%s)', (provider) => {
+  it('is a provider error after LLM_TIMEOUT_SECONDS, retries included: the fallback answer, and the chat goes on', async () => {
+    fake.reply({ text: 'never delivered', gate: new Promise(() => {}) }, { text: 'Second answer.' });
+    const run = await runScript(script('chat.ts'), [], {
+      env: { ...env, ...fake.env(provider), LLM_TIMEOUT_SECONDS: '1' },
+      input: 'First?\nSecond?\n',
+    });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/\[step 1\] provider error: .* did not answer within 1 s \(LLM_TIMEOUT_SECONDS in \.env; retries included\)/);
+    expect(run.stdout).toContain(`Nimbus: ${API_ERROR_ANSWER}`);
+    expect(run.stdout).toContain('Nimbus: Second answer.');
+    expect(run.stdout).not.toContain('Cancelled');
+  });
+});
+
+describe('a reply whose provider_raw says more than the neutral fields', () => {
+  it('is not replayed verbatim, so the next question is accepted', async () => {
+    // An OpenAI-compatible server answers with a text and a tool call of a kind Nimbus does not run.
+    fake.reply(
+      {
+        body: {
+          id: 'x',
+          object: 'chat.completion',
+          created: 1,
+          model: 'gpt-fake',
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'Here you go.', tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'browser', input: 'x' } }] } }],
+        },
+      },
+      { text: 'Second answer.' },
+    );
+    const run = await runScript(script('chat.ts'), ['--quiet'], { env: { ...env, ...fake.env('openai') }, input: 'First?\nSecond?\n' });
+    expect(run.stdout).toContain('Nimbus: Here you go.');
+    expect(run.stdout).toContain('Nimbus: Second answer.');
+    expect(fake.chats().at(-1)!.status).toBe(200);
+  });
+});
+
 describe('text from the store or a model', () => {
   it('reaches the terminal with control characters and escape sequences made visible, and is stored as written', async () => {
     const answer = 'Red \x1b[31malert\x1b[0m, bell \x07, right-to-left \u202egnp.exe, half an emoji \ud83c.';
@@ -128,6 +166,23 @@ describe('text from the store or a model', () => {
     expect(run.stdout).toContain('You: Where is\\rmy order 1042?\n');
     expect(run.stdout).toContain('Nimbus: Got "Where is\\rmy order 1042?"');
     expect(fake.pending()).toBe(0);
+  });
+});
+
+describe('the help-center index at chat start', () => {
+  it('says once when it was built by another model, with the command that rebuilds it', async () => {
+    await query("UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1");
+    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    expect(run.stdout).toContain(
+      'The help-center index was built with some-other-model, not fake-embedding-001, so search uses keywords until you rebuild it: npx tsx part-06/build-index.ts',
+    );
+    await query("UPDATE help_chunks SET embedding_model = 'fake-embedding-001' WHERE id = (SELECT MIN(id) FROM (SELECT id FROM help_chunks) AS c)");
+    const partial = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n', cwd: path.dirname(script('chat.ts')) });
+    expect(partial.stdout).toMatch(/\d+ of \d+ help-center passages are not indexed with fake-embedding-001 yet, so search cannot find them by meaning\. Finish the index: npx tsx build-index\.ts/);
+    const built = await runScript(script('build-index.ts'), [], { env });
+    expect(built.code).toBe(0);
+    const after = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    expect(after.stdout).not.toContain('help-center');
   });
 });
 
