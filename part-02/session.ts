@@ -27,7 +27,7 @@ export async function signIn(flag: string | undefined): Promise<Customer> {
 }
 
 /** The customer with exactly this email, if any. */
-export async function findCustomer(email: string): Promise<Customer | undefined> {
+async function findCustomer(email: string): Promise<Customer | undefined> {
   const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [email.trim().toLowerCase()]);
   // The column's collation ignores case and accents ("GARCÍA" = "garcia"): only an exact match counts.
   return rows.find((row) => row.email === email.trim().toLowerCase());

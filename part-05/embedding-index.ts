@@ -4,7 +4,7 @@ import { embed, embeddingModel } from '../shared/llm/index.ts';
 import type { Progress } from './progress-bar.ts';
 
 /** Chunks per embedding request: few requests, each small enough to retry cheaply. */
-export const BATCH_SIZE = 16;
+const BATCH_SIZE = 16;
 
 /** No vector yet, or one from another model. (<=> is equality that treats NULL as a value.) */
 const NEEDS_EMBEDDING = 'c.embedding IS NULL OR NOT (c.embedding_model <=> ?)';

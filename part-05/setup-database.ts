@@ -53,7 +53,7 @@ export async function ensureDatabase(log: (line: string) => void = console.error
  * Embeds the help center when an embedding model is configured. Without one (or when the provider
  * fails) search still works, on keywords, and the log says how to build the index later.
  */
-export async function indexHelpCenter(log: (line: string) => void): Promise<void> {
+async function indexHelpCenter(log: (line: string) => void): Promise<void> {
   try {
     const model = embeddingModel();
     if (!model) return log('No embedding model is configured: help-center search uses keywords (MySQL FULLTEXT).');
@@ -91,7 +91,7 @@ export async function planReset(): Promise<ResetPlan> {
 /** Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts calls this. */
 export async function resetDatabase(log: (line: string) => void = console.log): Promise<void> {
   await withSetupConnection(async (db, database) => {
-    // A later chapter's tables may point at these; the checks are off for this connection only.
+    // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
     await db.query('SET FOREIGN_KEY_CHECKS = 0');
     for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
     await db.query('SET FOREIGN_KEY_CHECKS = 1');

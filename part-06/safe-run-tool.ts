@@ -3,7 +3,7 @@ import type { ToolCall } from '../shared/llm/index.ts';
 import { runTool, type ToolContext, type ToolResult } from './tools.ts';
 
 /** How often the same tool may run with the same arguments within one question. */
-export const MAX_REPEAT_CALLS = 2;
+const MAX_REPEAT_CALLS = 2;
 
 export const REPEATED_CALL_ERROR = 'You already made this exact call. Use the earlier result.';
 

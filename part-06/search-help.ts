@@ -4,7 +4,7 @@ import { embed, ProviderError } from '../shared/llm/index.ts';
 import { fromBlob, indexStatus, normalise } from './embedding-index.ts';
 
 /** How many passages go back to the model: enough to cover a question, few enough to keep the context small. */
-export const TOP_K = 3;
+const TOP_K = 3;
 
 export interface SearchResult {
   method: 'embeddings' | 'fulltext';

@@ -60,7 +60,6 @@ describe('hostile and unusual text', () => {
     expect(chat.code).toBe(0);
     expect(chat.stdout).toContain(`Nimbus: Got ${question.length} characters.`);
     const id = chat.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
-    process.env.DB_NAME = db.name;
     expect((await loadMessages(id))[0]).toEqual({ role: 'user', content: question });
     const shown = await runScript(script('show-conversation.ts'), [id], { env });
     expect(shown.stdout).toContain(`user: ${question}`);

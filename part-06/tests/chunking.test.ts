@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { wellFormed } from '../../shared/text.ts';
 import { MAX_CHUNK_CHARS, OVERLAP_CHARS, parseArticle } from '../chunking.ts';
 import { HELP_CENTER_DIR } from '../ingest-articles.ts';
 
@@ -45,6 +46,14 @@ describe('parseArticle', () => {
     for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(MAX_CHUNK_CHARS);
     expect(chunks.filter((c) => /Sentence number \d+ is here\.$/.test(c)).length).toBeGreaterThan(0);
     expect(chunks.join('').replace(/[^x]/g, '').length).toBeGreaterThanOrEqual(2500);
+  });
+
+  it('never cuts an emoji in half, even inside a giant word', () => {
+    for (const offset of [0, 1]) {
+      const { chunks } = parseArticle(`# T\n\n## S\n\n${'x'.repeat(offset)}${'🎧'.repeat(1500)}`);
+      expect(chunks.length).toBeGreaterThan(2);
+      for (const chunk of chunks) expect(wellFormed(chunk), chunk.slice(-3)).toBe(chunk);
+    }
   });
 
   it('keeps every paragraph of every help-center article, within the size bound', () => {
