@@ -21,6 +21,34 @@ function section(text: string, from: number, file: string): string {
 /** The file's lines, each with the given prefix, as diff prints a file added or removed whole. */
 const wholeFile = (text: string, prefix: string) => `${text.replace(/\n$/, '').split('\n').map((line) => prefix + line).join('\n')}\n`;
 
+/** What each chapter teaches, by the names its diff must add: the diff is the lesson. */
+const LESSONS: Record<number, string[]> = {
+  2: ['async function signIn(', 'export interface ToolContext', "name: 'get_order_status'", 'export async function ensureDatabase(', 'export function splitSqlStatements(', 'const first = await chatWithTools(messages, TOOL_DEFINITIONS)'],
+  3: ['CREATE FUNCTION is_refund_eligible', "name: 'create_support_ticket'", 'MAX_TICKETS_PER_TURN', 'already_open: true', "name: 'list_customer_orders'", 'Type yes to continue'],
+  4: ['export async function runAgent(', 'export async function safeRunTool(', 'export class Trace', 'MAX_STEPS', 'const result = await runAgent(question, customer'],
+  5: ['export function parseArticle(', 'export async function ingestArticles(', 'export async function buildIndex(', 'export async function searchHelpCenter(', 'export async function indexStatus('],
+  6: [
+    'export function splitIntoTurns(',
+    'export function buildContext(',
+    'export async function saveMessages(',
+    'export async function loadMessages(',
+    'export async function loadContext(',
+    'async function chatLoop(',
+    'function showContext(',
+    'export async function withConversationLock<T>(',
+  ],
+};
+
+describe('each chapter\'s diff', () => {
+  it.each(Object.entries(LESSONS))('into part %s adds what the chapter teaches', (to, names) => {
+    const added = chapterDiff(Number(to) - 1, Number(to))
+      .text.split('\n')
+      .filter((line) => line.startsWith('+'))
+      .join('\n');
+    for (const name of names) expect(added, name).toContain(name);
+  });
+});
+
 describe('chapterDiff', () => {
   it('shows a new file in full, every line an addition', () => {
     expect(existsSync(path.join(ROOT_DIR, 'part-05', 'context.ts'))).toBe(false);
