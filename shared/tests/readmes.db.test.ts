@@ -41,9 +41,14 @@ function commands(markdown: string): string[] {
     .filter((line) => /^(npx tsx |npm run )/.test(line) && !line.includes('<'));
 }
 
+/**
+ * Runs a README command in the README's folder, through the shell as a learner would. `npx tsx` becomes
+ * `node --import tsx`, which is what it runs, without npx's second of start-up per command.
+ */
 function sh(command: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', command], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
+    const direct = command.replace(/^npx tsx /, `"${process.execPath}" --import tsx `);
+    const child = spawn('sh', ['-c', direct], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
@@ -111,9 +116,16 @@ describe('every part', () => {
 
   it.each(PARTS)('%s/README.md has the sections a learner needs, and says where its sample session comes from', (part) => {
     const text = readme(part);
-    for (const heading of [/^## (What changed since Part \d+|What's here)$/, /^## Run it$/, /^## Sample session$/, /^## Key ideas|^## How memory works$/]) {
+    for (const heading of [/^## (What changed since Part \d+|What's here)$/, /^## Files$/, /^## Run it$/, /^## Sample session$/, /^## Key ideas|^## How memory works$/]) {
       expect(section(text, heading), `${part}: missing ${heading}`).not.toBe('');
     }
     expect(section(text, /^## Sample session$/)).toMatch(/real run against the project's fake provider|example from a real provider/);
+  });
+
+  it.each(PARTS)('%s/README.md lists every file of the part in its Files table', (part) => {
+    const files = readdirSync(path.join(ROOT_DIR, part)).filter((name) => name !== 'README.md' && name !== 'tests');
+    const table = section(readme(part), /^## Files$/);
+    const listed = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
+    expect(listed.sort()).toEqual(files.sort());
   });
 });
