@@ -1,8 +1,8 @@
 // The fake server's Gemini side: generateContent and batchEmbedContents as @google/genai sends and reads them.
 import { randomBytes } from 'node:crypto';
 import { fakeEmbedding } from './embeddings.ts';
-import type { ScriptedError, ScriptedReply, ViewMessage } from './fake-provider.ts';
-import { chatView, DEFAULT_DIMENSIONS, defaultErrorMessage, type FakeWire } from './fake-wire.ts';
+import type { ScriptedError, ViewMessage } from './fake-provider.ts';
+import { chatView, DEFAULT_DIMENSIONS, defaultErrorMessage, type FakeWire, type ReplyToRender } from './fake-wire.ts';
 
 /** Gemini's documented values that skip signature validation for calls it did not produce. */
 const DUMMY_SIGNATURES = new Set(['skip_thought_signature_validator', 'context_engineering_is_the_way_to_go']);
@@ -147,7 +147,7 @@ function view(body: any) {
   return chatView('gemini', system, messages, tools);
 }
 
-function renderReply(reply: ScriptedReply, options: { model: string; counter: number; signature?: string; ids: boolean }) {
+function renderReply(reply: ReplyToRender, options: { model: string; counter: number; signature?: string; ids: boolean }) {
   const { model, counter, signature } = options;
   const parts: any[] = [];
   if (reply.thought) parts.push({ text: reply.thought, thought: true });
@@ -162,7 +162,7 @@ function renderReply(reply: ScriptedReply, options: { model: string; counter: nu
   if (parts.length === 0) parts.push({ text: '' });
   // Gemini 3 signs the last part of a reply without calls.
   if (signature && !reply.tool_calls?.length) parts[parts.length - 1].thoughtSignature = signature;
-  const usage = reply.usage ?? { input: 100 + counter, output: 20 };
+  const usage = reply.usage;
   return {
     candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
     usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output },

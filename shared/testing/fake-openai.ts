@@ -1,7 +1,7 @@
 // The fake server's OpenAI side: Chat Completions and embeddings as the openai SDK sends and reads them.
 import { fakeEmbedding } from './embeddings.ts';
-import type { ScriptedError, ScriptedReply, ViewMessage } from './fake-provider.ts';
-import { chatView, DEFAULT_DIMENSIONS, defaultErrorMessage, type FakeWire } from './fake-wire.ts';
+import type { ScriptedError, ViewMessage } from './fake-provider.ts';
+import { chatView, DEFAULT_DIMENSIONS, defaultErrorMessage, type FakeWire, type ReplyToRender } from './fake-wire.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
 
@@ -113,7 +113,7 @@ function view(body: any) {
   return chatView('openai', system, messages, tools);
 }
 
-function renderReply(reply: ScriptedReply, model: string, counter: number) {
+function renderReply(reply: ReplyToRender, model: string, counter: number) {
   const calls = (reply.tool_calls ?? []).map((call, i) => ({
     id: call.id ?? `call_${counter}_${i + 1}`,
     type: 'function',
@@ -122,7 +122,7 @@ function renderReply(reply: ScriptedReply, model: string, counter: number) {
       arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
     },
   }));
-  const usage = reply.usage ?? { input: 100 + counter, output: 20 };
+  const usage = reply.usage;
   return {
     id: `chatcmpl-${counter}`,
     object: 'chat.completion',

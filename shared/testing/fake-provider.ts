@@ -179,7 +179,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     }
     record.status = 200;
     counter++;
-    send(res, 200, reply.body ?? wire.render(reply, model, counter));
+    send(res, 200, reply.body ?? wire.render({ ...reply, usage: reply.usage ?? estimatedUsage(rawBody, reply) }, model, counter));
   });
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -243,4 +243,13 @@ function send(res: http.ServerResponse, status: number, payload: unknown, header
   if (res.destroyed) return;
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
   res.end(typeof payload === 'string' ? payload : JSON.stringify(payload));
+}
+
+/**
+ * Token counts when a test scripts none: about four characters per token, the usual rule of thumb for
+ * English and JSON, so characters-per-token figures computed from the fake look like real ones.
+ */
+function estimatedUsage(requestBody: string, reply: ScriptedReply): { input: number; output: number } {
+  const written = (reply.text ?? '') + JSON.stringify(reply.tool_calls ?? []);
+  return { input: Math.ceil(requestBody.length / 4), output: Math.ceil(written.length / 4) };
 }

@@ -8,6 +8,9 @@ interface FakeRoute {
   model?: string;
 }
 
+/** A scripted reply ready to render: its token counts are always known (estimated when not scripted). */
+export type ReplyToRender = ScriptedReply & { usage: { input: number; output: number } };
+
 /** One provider's side of the fake: fake-gemini.ts and fake-openai.ts implement it. */
 export interface FakeWire {
   /** Where a POST to `path` goes, or undefined when this provider has no such endpoint. */
@@ -16,8 +19,8 @@ export interface FakeWire {
   rejection(body: any): string | undefined;
   /** The chat request read into provider-neutral terms (only called once `rejection` found nothing). */
   view(body: any): ChatView;
-  /** The 200 body answering a chat request with a scripted reply; `counter` numbers the replies. */
-  render(reply: ScriptedReply, model: string, counter: number): unknown;
+  /** The 200 body answering a chat request with a scripted reply (its usage filled in); `counter` numbers the replies. */
+  render(reply: ReplyToRender, model: string, counter: number): unknown;
   /** The 200 body answering an embeddings request. */
   embeddings(body: any, model: string): unknown;
   /** An error body in the provider's own shape. */
