@@ -3,17 +3,18 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseFlags, runMain, UsageError } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
+import { commandFor } from '../hints.ts';
 import { SCENARIOS } from '../scenarios/scenarios.ts';
 import { createScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider } from '../testing/fake-provider.ts';
 import { runScript } from '../testing/run-script.ts';
 import { partScenarios, runScenario } from '../testing/scenario-runner.ts';
 
-const USAGE = `Usage: npx tsx shared/scripts/sample-session.ts <part-NN> <scenario> [--provider=gemini|openai] [--setup] [--show-context]
+const USAGE = `Usage: ${commandFor(import.meta.url, '<part-NN> <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]')}
 
 Runs the scenario against the part with the fake provider and a scratch database (dropped afterwards),
 and prints what a learner would see. --setup first prints the part's setup; --show-context ends with
-show-conversation --context (Part 6).`;
+show-conversation --context (Part 6), under another memory budget with --budget.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
@@ -21,6 +22,7 @@ await runMain(async () => {
       provider: { type: 'string', default: 'gemini' },
       setup: { type: 'boolean' },
       'show-context': { type: 'boolean' },
+      budget: { type: 'string' },
     },
     allowPositionals: true,
   });
@@ -30,6 +32,8 @@ await runMain(async () => {
   if (!partScenarios(part).scenarios.includes(scenario.id)) throw new UsageError(`${part} does not declare ${scenario.id}.`);
   if (values.provider !== 'gemini' && values.provider !== 'openai') throw new UsageError(`--provider must be gemini or openai (got "${values.provider}").`);
   const provider = values.provider;
+  if (values['show-context'] && !existsSync(path.join(ROOT_DIR, part, 'show-conversation.ts'))) throw new UsageError(`${part} has no show-conversation.ts.`);
+  if (values.budget !== undefined && !values['show-context']) throw new UsageError('--budget goes with --show-context.');
 
   const fake = await startFakeProvider();
   const db = await createScratchDatabase();
@@ -46,8 +50,9 @@ await runMain(async () => {
     print(run.transcript);
     if (values['show-context']) {
       const id = run.outputs[0].match(/New conversation ([0-9a-f]{32})/)?.[1];
-      const shown = await runScript(path.join(ROOT_DIR, part, 'show-conversation.ts'), [id!, '--context'], { env: { ...fake.env(provider), ...env } });
-      print(`$ npx tsx show-conversation.ts ${id} --context\n${shown.stdout}${shown.stderr}`);
+      const args = [id!, '--context', ...(values.budget === undefined ? [] : [`--budget=${values.budget}`])];
+      const shown = await runScript(path.join(ROOT_DIR, part, 'show-conversation.ts'), args, { env: { ...fake.env(provider), ...env } });
+      print(`$ npx tsx show-conversation.ts ${args.join(' ')}\n${shown.stdout}${shown.stderr}`);
     }
   } finally {
     await fake.close();
