@@ -1,14 +1,15 @@
 // Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers.
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { newConversation } from '../memory.ts';
+import { runAgent } from '../agent.ts';
+import { findConversation, newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
-const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -65,30 +66,47 @@ const cases: Array<{ name: string; rows: Array<[string, string]>; damaged: numbe
   },
 ];
 
+/** A conversation holding `rows` as stored, then a healthy turn with a tool call to replay next to them. */
+async function damagedConversation(rows: Array<[string, string]>): Promise<{ id: string; ids: number[] }> {
+  const conversation = newConversation(1);
+  await query('INSERT INTO conversations (id, customer_id) VALUES (?, 1)', [conversation.id]);
+  const ids = await storeRaw(conversation.id, rows);
+  await storeRaw(conversation.id, [
+    ['user', JSON.stringify({ role: 'user', content: 'And order 1043?' })],
+    ['assistant', JSON.stringify(call('c2'))],
+    ['tool', JSON.stringify(result('c2'))],
+    ['assistant', JSON.stringify({ role: 'assistant', content: 'Also shipped.' })],
+  ]);
+  return { id: conversation.id, ids };
+}
+
 describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
   it.each(cases)('leaves out $name, names it, and the provider accepts the rest', async ({ rows, damaged, reason }) => {
-    const conversation = newConversation(1);
-    await query('INSERT INTO conversations (id, customer_id) VALUES (?, 1)', [conversation.id]);
-    const id = conversation.id;
-    const ids = await storeRaw(id, rows);
-    // A healthy turn with a tool call, so there is something to replay next to the damage.
-    await storeRaw(id, [
-      ['user', JSON.stringify({ role: 'user', content: 'And order 1043?' })],
-      ['assistant', JSON.stringify(call('c2'))],
-      ['tool', JSON.stringify(result('c2'))],
-      ['assistant', JSON.stringify({ role: 'assistant', content: 'Also shipped.' })],
-    ]);
+    const { id, ids } = await damagedConversation(rows);
+    Object.assign(process.env, fake.env(provider));
     fake.reply({ text: 'Anything else?' });
-    const asked = await runScript(ASK, ['--quiet', `--conversation=${id}`, 'Thanks!'], { env: { ...fake.env(provider), DB_NAME: db.name } });
-    expect(asked.code).toBe(0);
-    expect(asked.stdout).toBe('Anything else?\n');
+    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
+    let warnings: string;
+    try {
+      const conversation = await findConversation(id, 1);
+      const asked = await runAgent('Thanks!', { customer: maya, conversation: conversation! }, { quiet: true });
+      expect(asked.answer).toBe('Anything else?');
+    } finally {
+      warnings = spy.mock.calls.flat().join('\n');
+      spy.mockRestore();
+    }
     const badIds = damaged.map((i) => ids[i]);
-    expect(asked.stderr).toContain(`warning: conversation ${id}: left out damaged messages ${badIds.map((i) => `#${i} (${reason})`).join(', ')}`);
+    expect(warnings).toContain(`warning: conversation ${id}: left out damaged messages ${badIds.map((i) => `#${i} (${reason})`).join(', ')}`);
     const request = fake.chats().at(-1)!;
     expect(request.status).toBe(200);
     expect(request.view!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user']);
+  });
+});
 
-    const shown = await runScript(SHOW, [id], { env: { ...fake.env(provider), DB_NAME: db.name } });
-    for (const bad of badIds) expect(shown.stdout).toMatch(new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`));
+describe('show-conversation', () => {
+  it.each(cases)('marks $name as left out, and why', async ({ rows, damaged, reason }) => {
+    const { id, ids } = await damagedConversation(rows);
+    const shown = await runScript(SHOW, [id], { env: { DB_NAME: db.name } });
+    for (const bad of damaged.map((i) => ids[i])) expect(shown.stdout).toMatch(new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`));
   });
 });

@@ -8,7 +8,7 @@ import { startFakeProvider, type ChatView, type FakeProvider, type ProviderName 
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { runAgent } from '../agent.ts';
-import { loadHistory, loadMessages, newConversation } from '../memory.ts';
+import { findConversation, loadHistory, loadMessages, newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { INTERRUPTED_ANSWER } from '../stored-history.ts';
 
@@ -58,11 +58,12 @@ async function expectValidHistory(id: string, turns: number) {
   expect(history.messages.filter((m) => m.role === 'user')).toHaveLength(turns);
   expect(history.messages.at(-1)).toMatchObject({ role: 'assistant' });
   for (const provider of ['gemini', 'openai'] as const) {
+    Object.assign(process.env, fake.env(provider));
     fake.reply({ text: `still fine (${provider})` });
-    const next = await runScript(ASK, ['--quiet', `--conversation=${id}`, 'Are you still there?'], { env: env(provider) });
-    expect(next.stdout).toBe(`still fine (${provider})\n`);
+    const conversation = await findConversation(id, maya.id);
+    const next = await runAgent('Are you still there?', { customer: maya, conversation: conversation! }, { quiet: true });
+    expect(next.answer).toBe(`still fine (${provider})`);
     expect(fake.chats().at(-1)!.status).toBe(200);
-    turns++;
   }
 }
 

