@@ -39,7 +39,7 @@ export interface AgentOptions {
 /** Answers one question for the signed-in customer, whose data alone the tools may reach. */
 export async function runAgent(question: string, customer: Customer, options: AgentOptions = {}): Promise<AgentResult> {
   const trace = new Trace({ quiet: options.quiet });
-  trace.event('start', { question });
+  trace.event('start', { question, customer_id: customer.id });
   // The history grows within this question: every request carries everything so far.
   const messages: Message[] = [
     { role: 'system', content: systemPrompt(customer) },

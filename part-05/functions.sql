@@ -1,7 +1,7 @@
 -- The refund rule lives in the database, next to the data it judges, so every caller gets the same
 -- answer: the agent's tool, a report, or a person at the mysql prompt. Try:
 --   SELECT id, status, refund_reason(status, paid_at) FROM orders;
--- Run after schema.sql:   mysql -u root -p nimbus < functions.sql
+-- Run after schema.sql:   mysql -u root -p nimbus < functions.sql   (nimbus: your DB_NAME)
 --
 -- MySQL 8 with binary logging asks every function to declare what it does with data; NO SQL says
 -- "computes from its arguments only". (A non-root user there may also need

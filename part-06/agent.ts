@@ -89,7 +89,7 @@ async function answer(question: string, { customer, conversation }: Session, opt
   // Between two questions the conversation may have been deleted (forget.ts): never write to it again.
   await checkNotDeleted(conversation);
   const trace = new Trace(conversation.id, { quiet: options.quiet });
-  trace.event('start', { question });
+  trace.event('start', { question, customer_id: customer.id });
 
   // Earlier turns, loaded once and trimmed to the memory budget (context.ts explains how).
   const budget = memoryBudget();

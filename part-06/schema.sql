@@ -1,8 +1,8 @@
 -- The store's tables: customers, products, orders and their items, support tickets, the help center,
 -- and the assistant's memory: conversations and their messages.
 -- Safe to run again: it creates only the tables that are missing and never drops or changes one
--- (setup.ts resets the database, after asking).
--- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < schema.sql
+-- (setup.ts resets the database when you ask it to).
+-- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < schema.sql   (nimbus: your DB_NAME)
 
 -- utf8mb4 stores any character, emoji included; MySQL's old "utf8" stops at 3 bytes.
 CREATE TABLE IF NOT EXISTS customers (

@@ -1,6 +1,6 @@
 -- A small, believable store. Dates are relative to when you run this file, so the chapters'
 -- examples stay true: order 1043 was paid 20 days ago, order 1042 (same customer) 3 days ago.
---   mysql -u root -p nimbus < seed.sql        (after schema.sql)
+--   mysql -u root -p nimbus < seed.sql   (nimbus: your DB_NAME; after schema.sql, into empty tables)
 
 INSERT INTO customers (id, name, email, created_at) VALUES
   (1, 'Maya Patel',    'maya.patel@example.com',    NOW() - INTERVAL 90 DAY),

@@ -25,6 +25,7 @@ const FUNCTIONS = ['refund_window_days', 'days_since_purchase', 'refund_days_lef
  * this chapter's tables.
  */
 export async function ensureDatabase(log: (line: string) => void = console.error): Promise<void> {
+  let helpCenterLoaded = false;
   await withSetupConnection(async (db, database) => {
     const missing = await missingTables(db, database);
     if (missing.length) {
@@ -44,9 +45,11 @@ export async function ensureDatabase(log: (line: string) => void = console.error
     const [[articles]] = await db.query<mysql.RowDataPacket[]>('SELECT COUNT(*) AS n FROM help_articles');
     if (articles.n === 0) {
       for (const line of describeIngest(await ingestArticles())) log(line);
-      await indexHelpCenter(log);
+      helpCenterLoaded = true;
     }
   });
+  // Outside the lock: embedding can take a while, and another first run has nothing to wait for.
+  if (helpCenterLoaded) await indexHelpCenter(log);
 }
 
 /**

@@ -57,6 +57,14 @@ describe('ask.ts options and errors', () => {
     expect(result.stderr).toContain('[step 1] provider error: The OpenAI-compatible server answered 400: Bad request');
   });
 
+  it('without a key: that is the first and only thing said, before any setup, exit 1', async () => {
+    const never = `nimbus_test_never_${Date.now().toString(36)}`;
+    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: never } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n');
+    expect(result.stdout).toBe('');
+  });
+
   it('a wrong key is one clear line and exit 1', async () => {
     fake.reply({ error: { status: 401 } });
     const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), DB_NAME: db.name } });

@@ -1,6 +1,8 @@
 // The agent loop through the fake provider, for both providers, against a real database.
-import { readFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
@@ -151,6 +153,25 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   it('asks to rephrase when the final answer is empty', async () => {
     fake.reply({ text: '   ' });
     expect(await runAgent('Hmm', maya, quiet)).toMatchObject({ answer: EMPTY_ANSWER, outcome: 'empty_answer', steps: 1 });
+  });
+
+  it('carries on with one warning when the trace cannot be written', async () => {
+    const logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
+    writeFileSync(path.join(logs, 'traces'), ''); // a file where the traces folder should be
+    const saved = process.env.LOG_DIR;
+    process.env.LOG_DIR = logs;
+    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
+    let warnings: string;
+    fake.reply({ text: 'Still here.' });
+    try {
+      expect((await runAgent('Hello?', maya, quiet)).answer).toBe('Still here.');
+    } finally {
+      warnings = spy.mock.calls.flat().join('\n');
+      spy.mockRestore();
+      process.env.LOG_DIR = saved;
+      rmSync(logs, { recursive: true, force: true });
+    }
+    expect(warnings).toMatch(/^warning: could not write the trace .*\.jsonl \(ENOTDIR\); carrying on without it\.$/);
   });
 
   it('writes every event as one well-formed JSON line with a timestamp', async () => {

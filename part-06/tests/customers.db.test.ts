@@ -6,6 +6,9 @@ import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
+import { runAgent } from '../agent.ts';
+import { newConversation } from '../memory.ts';
+import { signIn } from '../session.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
 
@@ -28,12 +31,14 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** One answered question as `email`; returns the conversation id. */
+/** One answered question as `email` (in this process: signing in is tested through the scripts below); returns the conversation id. */
 async function conversationOf(email: string): Promise<string> {
+  Object.assign(process.env, fake.env('gemini'));
   fake.reply({ text: 'Hello!' });
-  const run = await runScript(ASK, [`--customer=${email}`, 'Hi'], { env });
-  expect(run.code, run.stderr).toBe(0);
-  return run.stderr.match(/Conversation ([0-9a-f]{32}):/)![1];
+  const customer = await signIn(email);
+  const conversation = newConversation(customer.id);
+  await runAgent('Hi', { customer, conversation }, { quiet: true });
+  return conversation.id;
 }
 
 describe('signing in', () => {

@@ -8,9 +8,12 @@ import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
+import { runAgent } from '../agent.ts';
+import { newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
-const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+
 const FORGET = fileURLToPath(new URL('../forget.ts', import.meta.url));
 const PRUNE = fileURLToPath(new URL('../prune.ts', import.meta.url));
 let fake: FakeProvider;
@@ -31,15 +34,16 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** Starts a conversation through chat.ts whose messages contain `phrase`, with a tool call. Returns its id. */
+/** A conversation whose messages and trace contain `phrase`, with a tool call (answered in this process). Returns its id. */
 async function chatAbout(phrase: string): Promise<string> {
+  Object.assign(process.env, env);
   fake.reply(
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     (view) => ({ text: `About "${view.lastUserText}": it shipped.` }),
   );
-  const run = await runScript(CHAT, ['--quiet'], { env, input: `My secret word is ${phrase}. Where is order 1042?\n` });
-  expect(run.code).toBe(0);
-  return run.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+  const conversation = newConversation(maya.id);
+  await runAgent(`My secret word is ${phrase}. Where is order 1042?`, { customer: maya, conversation }, { quiet: true });
+  return conversation.id;
 }
 
 /** Every place the text could hide: every row of every table, every file under the log folder. */
