@@ -23,11 +23,20 @@ export interface RunOptions {
  * process in between), so signals sent by a test reach the script itself.
  */
 export function startScript(script: string, args: string[] = [], options: RunOptions = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', 'tsx', path.resolve(ROOT_DIR, script), ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve(ROOT_DIR, script), ...args], {
     cwd: options.cwd ?? ROOT_DIR,
     env: { ...process.env, NO_COLOR: '1', ...options.env },
   });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  return child;
 }
+
+/** Scripts still running. A test that fails or times out must not leave one behind, spinning on a core. */
+const running = new Set<ChildProcessWithoutNullStreams>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 export function runScript(script: string, args: string[] = [], options: RunOptions = {}): Promise<ScriptResult> {
   const child = startScript(script, args, options);
