@@ -67,13 +67,10 @@ describe('ask.ts options and errors', () => {
     );
   });
 
-  it('without a question: usage and exit 2; --help: exit 0', async () => {
+  it('without a question: usage and exit 2', async () => {
     const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Usage: npx tsx part-06/ask.ts');
-    const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini') });
-    expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: npx tsx part-06/ask.ts');
   });
 
   it('an unreachable database is one line naming host and port, exit 1', async () => {

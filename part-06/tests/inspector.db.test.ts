@@ -5,9 +5,11 @@ import { query } from '../../shared/db.ts';
 import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { buildContext, type MemoryBudget } from '../context.ts';
-import { loadMessages, loadRows, newConversation, saveMessages, type MessageToSave, type StoredMessage } from '../memory.ts';
+import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
+import { contextView, turnsView } from '../conversation-view.ts';
+import { describeConversation, loadMessages, loadRows, newConversation, saveMessages, type MessageToSave, type StoredMessage } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
+import { readHistory } from '../stored-history.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let db: ScratchDatabase;
@@ -32,6 +34,12 @@ function turn(n: number, size = 40): MessageToSave[] {
     { message: { role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"shipped"}' } },
     { message: { role: 'assistant', content: `Answer ${n}.` }, cost: { input_tokens: 1100 + n, output_tokens: 20, request_chars: 4400 + n } },
   ];
+}
+
+/** What `show-conversation <id> --context` prints under `budget` (the script only adds the flags). */
+async function shownContext(id: string, budget: MemoryBudget = memoryBudget()): Promise<string> {
+  const rows = await loadRows(id);
+  return contextView(id, buildContext(readHistory(rows).messages, budget), budget, rows).join('\n');
 }
 
 async function conversation(...steps: MessageToSave[][]): Promise<string> {
@@ -69,8 +77,7 @@ describe('show-conversation --context, turn by turn', () => {
   it('names each turn full, compacted or dropped, with sizes and running totals equal to buildContext', async () => {
     const id = await conversation(turn(1, 3000), turn(2), turn(3), turn(4), turn(5));
     const budget = { maxChars: 1500, recentTurns: 2 };
-    const shown = await runScript(SHOW, [id, '--context', '--budget=1500'], { env });
-    expect(shown.code, shown.stderr).toBe(0);
+    const shown = { stdout: await shownContext(id, budget) };
     const { context, rows } = expected(await loadMessages(id), budget);
     expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row)).toEqual(rows);
     expect(rows.map((r) => r.fate)).toEqual(['dropped', 'compacted', 'compacted', 'full', 'full']);
@@ -85,42 +92,50 @@ describe('show-conversation --context, turn by turn', () => {
     const id = await conversation(turn(1), turn(2, 500), turn(3), turn(4, 900), turn(5), turn(6));
     const messages = await loadMessages(id);
     for (const budget of [{ maxChars: 900, recentTurns: 1 }, { maxChars: 3000, recentTurns: 3 }, { maxChars: 100_000, recentTurns: 6 }]) {
-      const shown = await runScript(SHOW, [id, '--context', `--budget=${budget.maxChars}`, `--recent=${budget.recentTurns}`], { env });
-      expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row), JSON.stringify(budget)).toEqual(expected(messages, budget).rows);
-      const json = await runScript(SHOW, [id, '--context', '--json', `--budget=${budget.maxChars}`, `--recent=${budget.recentTurns}`], { env });
-      expect(JSON.parse(json.stdout)).toEqual(buildContext(messages, budget).messages);
+      const shown = await shownContext(id, budget);
+      expect(rowsOf(shown).map(({ question: _, ...row }) => row), JSON.stringify(budget)).toEqual(expected(messages, budget).rows);
     }
+    // The script itself, flags and all: the view, and the exact JSON that will be sent.
+    const shown = await runScript(SHOW, [id, '--context', '--budget=900', '--recent=1'], { env });
+    expect(shown.stdout).toBe(`${await shownContext(id, { maxChars: 900, recentTurns: 1 })}\n`);
+    const json = await runScript(SHOW, [id, '--context', '--json', '--budget=3000', '--recent=3'], { env });
+    expect(JSON.parse(json.stdout)).toEqual(buildContext(messages, { maxChars: 3000, recentTurns: 3 }).messages);
   });
 
-  it('MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env are the defaults it shows, and bad values are one line', async () => {
+  it('MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env are the defaults, and bad values are one sentence', async () => {
     const id = await conversation(turn(1), turn(2), turn(3));
-    const shown = await runScript(SHOW, [id, '--context'], { env: { ...env, MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' } });
-    expect(shown.stdout).toContain('(budget 700 chars, the last 1 turn full):');
-    expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row)).toEqual(expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows);
-    for (const [name, value] of [['MEMORY_MAX_CHARS', 'lots'], ['MEMORY_RECENT_TURNS', '0']]) {
-      const bad = await runScript(SHOW, [id, '--context'], { env: { ...env, [name]: value } });
-      expect(bad.code).toBe(1);
-      expect(bad.stderr).toBe(`${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.\n`);
+    const saved = { ...process.env };
+    try {
+      Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
+      const shown = await shownContext(id);
+      expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
+      expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows);
+      for (const [name, value] of [['MEMORY_MAX_CHARS', 'lots'], ['MEMORY_RECENT_TURNS', '0']]) {
+        Object.assign(process.env, { MEMORY_MAX_CHARS: '', MEMORY_RECENT_TURNS: '', [name]: value });
+        expect(() => memoryBudget()).toThrow(`${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`);
+      }
+    } finally {
+      Object.assign(process.env, { MEMORY_MAX_CHARS: saved.MEMORY_MAX_CHARS, MEMORY_RECENT_TURNS: saved.MEMORY_RECENT_TURNS });
     }
   });
 
   it('shows a single turn over budget as full (the newest turn is never dropped), and a history that starts without a question', async () => {
     const over = await conversation(turn(1, 5000));
-    const shown = await runScript(SHOW, [over, '--context', '--budget=1000'], { env });
-    const [only] = rowsOf(shown.stdout);
+    const shown = await shownContext(over, { maxChars: 1000, recentTurns: 2 });
+    const [only] = rowsOf(shown);
     expect(only).toMatchObject({ turn: 1, fate: 'full' });
-    expect(shown.stdout).toMatch(/^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\)/m);
+    expect(shown).toMatch(/^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\)/m);
 
     const headless = await conversation([{ message: { role: 'assistant', content: 'Welcome back!' } }], turn(1));
-    const view = rowsOf((await runScript(SHOW, [headless, '--context', '--recent=1'], { env })).stdout);
+    const view = rowsOf(await shownContext(headless, { maxChars: 12_000, recentTurns: 1 }));
     expect(view.map((r) => [r.fate, r.question])).toEqual([['compacted', '(no question: messages before the first one)'], ['full', `Question 1 ${'q'.repeat(38)}…`]]);
   });
 
   it('puts the last request’s real input tokens next to its characters', async () => {
     const id = await conversation(turn(1), turn(2));
-    const shown = await runScript(SHOW, [id, '--context'], { env });
+    const shown = await shownContext(id);
     const last = (await loadRows(id)).at(-1)!;
-    expect(shown.stdout).toContain(
+    expect(shown).toContain(
       `Last request: ${last.request_chars!.toLocaleString('en-US')} chars (system prompt and tools included) → ${last.input_tokens!.toLocaleString('en-US')} input tokens, ${(last.request_chars! / last.input_tokens!).toFixed(1)} chars per token (message #${last.id}).`,
     );
   });
@@ -129,7 +144,8 @@ describe('show-conversation --context, turn by turn', () => {
 describe('show-conversation <id>', () => {
   it('shows every message turn by turn, with each turn’s tokens and the total', async () => {
     const id = await conversation(turn(1), turn(2));
-    const shown = await runScript(SHOW, [id], { env });
+    const rows = await loadRows(id);
+    const shown = { stdout: turnsView((await describeConversation(id))!, rows, readHistory(rows)).join('\n') };
     expect(shown.stdout.split('\n')[0]).toMatch(new RegExp(`^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages in 2 turns, started `));
     expect(shown.stdout).toContain('Turn 1\n');
     expect(shown.stdout).toContain('    2 model calls: 2,102 input + 30 output tokens');
@@ -160,12 +176,9 @@ describe('show-conversation <id>', () => {
 
   it.each([
     [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
-    [['--json'], '--context, --json, --budget and --recent need a conversation id.'],
     [[`${'a'.repeat(32)}`, '--budget=500'], '--budget and --recent go with --context.'],
-    [[`${'a'.repeat(32)}`, '--context', '--budget=abc'], '--budget must be a whole number of at least 1 (got "abc").'],
     [[`${'a'.repeat(32)}`, '--context', '--recent=0'], '--recent must be a whole number of at least 1 (got "0").'],
     [[`${'a'.repeat(32)}`, `${'b'.repeat(32)}`], 'Give one conversation id (got 2 arguments).'],
-    [['--verbose'], 'Unknown option --verbose.'],
   ])('refuses %j: one line, the usage, exit 2', async (args, message) => {
     const run = await runScript(SHOW, args, { env });
     expect(run.code).toBe(2);
