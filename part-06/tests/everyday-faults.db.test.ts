@@ -49,7 +49,6 @@ describe('settings that cannot work are the first and only thing said', () => {
 
   it.each([
     ['a file', () => path.join(logs, 'a-file')],
-    ['a path under a file', () => path.join(logs, 'a-file', 'logs')],
     ['a special path', () => '/proc/nimbus-logs'],
   ])('LOG_DIR that is %s: one line naming it, exit 1, before anything else', async (_, dir) => {
     writeFileSync(path.join(logs, 'a-file'), '');

@@ -67,8 +67,10 @@ async function expectValidHistory(id: string, turns: number) {
   }
 }
 
-describe.each(['gemini', 'openai'] as const)('killing chat.ts (%s)', (provider) => {
+// Where the kill lands matters, not which provider answers (the history is checked with both afterwards).
+describe('killing chat.ts', () => {
   it('during the model call leaves the earlier turns whole and nothing of the new one', async () => {
+    const provider = 'gemini';
     const id = await conversationWithOneTurn(provider);
     const before = fake.chats().length;
     fake.reply({ text: 'never delivered', gate: new Promise(() => {}) });
@@ -82,6 +84,7 @@ describe.each(['gemini', 'openai'] as const)('killing chat.ts (%s)', (provider) 
   });
 
   it('during a tool leaves the earlier turns whole and nothing of the new one', async () => {
+    const provider = 'openai';
     const id = await conversationWithOneTurn(provider);
     fake.reply({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] });
     const child = startScript(CHAT, ['--quiet', `--resume=${id}`], { env: env(provider) });
@@ -100,6 +103,7 @@ describe.each(['gemini', 'openai'] as const)('killing chat.ts (%s)', (provider) 
   });
 
   it('during the save of a step leaves the earlier turns whole and nothing of the new one', async () => {
+    const provider = 'gemini';
     const id = await conversationWithOneTurn(provider);
     fake.reply({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] });
     await admin.beginTransaction();

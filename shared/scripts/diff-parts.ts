@@ -1,8 +1,9 @@
 // `npm run diff -- 5 6` prints what chapter 6 changed, code first and new files in full (see chapter-diff.ts).
 import { parseFlags, runMain, UsageError } from '../cli.ts';
+import { commandFor } from '../hints.ts';
 import { chapterDiff } from './chapter-diff.ts';
 
-const USAGE = `Usage: npm run diff -- <from> <to> [--all]   (e.g. npm run diff -- 5 6)
+const USAGE = `Usage: ${commandFor(import.meta.url, '<from> <to> [--all]')}   (e.g. ${commandFor(import.meta.url, '5 6')})
 
 Prints what changed between two parts, file by file: SQL first, then each module before the modules
 that import it, the scripts you run last. New files are shown in full. --all adds the README, tests/

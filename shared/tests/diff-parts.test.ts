@@ -34,7 +34,7 @@ const LESSONS: Record<number, string[]> = {
     'export async function loadMessages(',
     'export async function loadContext(',
     'async function chatLoop(',
-    'function showContext(',
+    'export function contextView(',
     'export async function withConversationLock<T>(',
   ],
 };
@@ -134,6 +134,6 @@ describe('npm run diff', () => {
     const result = await runScript('shared/scripts/diff-parts.ts', ['5']);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/^Give two part numbers\.\nUsage: npm run diff -- <from> <to>/);
+    expect(result.stderr).toMatch(/^Give two part numbers\.\nUsage: npx tsx shared\/scripts\/diff-parts\.ts <from> <to>/);
   });
 });
