@@ -32,6 +32,10 @@ export default defineConfig({
     exclude,
     // Most test time is spent waiting on subprocesses and MySQL, so run more files at once than there are cores.
     maxWorkers: 4,
+    // Files share worker processes instead of each loading every module again; fresh-env.ts gives each
+    // file the environment the run started with, so no file depends on what an earlier one set.
+    isolate: false,
+    setupFiles: ['shared/testing/fresh-env.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Every provider setting is blanked, so a developer's .env never changes what a test sees;
