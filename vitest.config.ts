@@ -31,7 +31,7 @@ export default defineConfig({
     include: ['shared/**/*.test.ts', 'part-0*/**/*.test.ts'],
     exclude,
     // Most test time is spent waiting on subprocesses and MySQL, so run more files at once than there are cores.
-    maxWorkers: 4,
+    maxWorkers: 3,
     // Files share worker processes instead of each loading every module again; fresh-env.ts gives each
     // file the environment the run started with, so no file depends on what an earlier one set.
     isolate: false,
