@@ -44,17 +44,19 @@ await runMain(async () => {
     console.log(`New conversation ${conversation.id}`);
   }
   const session: Session = { customer, conversation };
-  await checkSearchIndex();
+  // One line reader for the whole chat: on a terminal, two in turn would both see the same keystrokes.
+  const rl = process.stdin.isTTY ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' }) : undefined;
+  await checkSearchIndex(rl);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
 
-  await chatLoop(session, values.quiet ?? false);
+  await chatLoop(session, values.quiet ?? false, rl);
   // Nothing is stored until the first answer, so only then is there something to resume.
   console.log(session.conversation.saved ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}`)}` : 'Bye!');
 }, USAGE);
 
-async function chatLoop(session: Session, quiet: boolean): Promise<void> {
-  const interactive = Boolean(process.stdin.isTTY);
-  const rl = interactive ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' }) : undefined;
+/** The chat itself: `rl` reads a terminal; without one (piped input) lines are read straight from stdin. */
+async function chatLoop(session: Session, quiet: boolean, rl: readline.Interface | undefined): Promise<void> {
+  const interactive = rl !== undefined;
   const lines = rl ?? pipedLines(process.stdin);
   const prompt = () => (rl ? rl.prompt() : process.stdout.write('You: '));
   let working: AbortController | undefined;
@@ -146,15 +148,13 @@ async function* pipedLines(input: NodeJS.ReadStream): AsyncGenerator<string> {
  * Says once if help-center search will fall back to keywords (index missing, partial or built by
  * another model), with the command that fixes it; on a terminal, offers to build it right now.
  */
-async function checkSearchIndex(): Promise<void> {
+async function checkSearchIndex(rl: readline.Interface | undefined): Promise<void> {
   const command = commandFor(new URL('./build-index.ts', import.meta.url));
   const problem = describeIndexStatus(await indexStatus(), command);
   if (!problem) return;
   console.log(dim(problem));
-  if (!process.stdin.isTTY) return;
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  if (!rl) return;
   const yes = await new Promise<string>((resolve) => rl.question('Build it now? [y/N] ', resolve));
-  rl.close();
   if (!/^y(es)?$/i.test(yes.trim())) return;
   const bar = progressBar('Embedding the help center:');
   try {
