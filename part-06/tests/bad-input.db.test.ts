@@ -38,6 +38,14 @@ describe('conversation ids are checked wherever they enter', () => {
   });
 });
 
+describe('flags that make no sense', () => {
+  it('bench.ts --runs=abc is refused instead of running 40', async () => {
+    const result = await runScript(script('bench.ts'), ['--runs=abc'], { env });
+    expect(result.code).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe('--runs must be a whole number of at least 5 (got "abc").');
+  });
+});
+
 describe('a database that cannot be reached', () => {
   it.each([
     ['wrong port', { DB_PORT: '9' }, 'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.'],
