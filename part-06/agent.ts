@@ -113,6 +113,7 @@ async function answer(question: string, { customer, conversation }: Session, opt
   const unsaved: MessageToSave[] = [{ message: { role: 'user', content: question } }];
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const callCounts = new Map<string, number>();
+  // Handed to every tool beside the model's arguments: the session decides whose data they see.
   const context: ToolContext = { customer, ticketsOpened: 0 };
   let saveError: string | undefined;
 
