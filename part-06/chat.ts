@@ -8,7 +8,7 @@ import { ProviderError } from '../shared/llm/index.ts';
 import { printable } from '../shared/text.ts';
 import { QuestionTooLong, runAgent, TurnCancelled, type Session } from './agent.ts';
 import { buildIndex, describeIndexStatus, indexStatus } from './embedding-index.ts';
-import { ConversationBusy, ConversationDeleted, findConversation, newConversation, parseConversationId } from './memory.ts';
+import { ConversationDeleted, findConversation, newConversation, parseConversationId } from './memory.ts';
 import { progressBar } from './progress-bar.ts';
 import { describeCustomer, signIn } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
@@ -118,7 +118,8 @@ async function ask(question: string, session: Session, quiet: boolean, signal: A
       return ask(question, session, quiet, signal);
     }
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
-    else if (error instanceof QuestionTooLong || error instanceof ConversationBusy || error instanceof DatabaseError) console.error(`${error.message}\n`);
+    // ConversationBusy is a DatabaseError too: another window is answering in this conversation.
+    else if (error instanceof QuestionTooLong || error instanceof DatabaseError) console.error(`${error.message}\n`);
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
   }

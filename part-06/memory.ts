@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader } from 'mysql2';
 import { dim, UsageError } from '../shared/cli.ts';
-import { LockBusy, query, withNamedLock, withTransaction } from '../shared/db.ts';
+import { DatabaseError, LockBusy, query, withNamedLock, withTransaction } from '../shared/db.ts';
 import type { Message, SystemMessage } from '../shared/llm/index.ts';
 import { printable } from '../shared/text.ts';
 import { storable } from './storable.ts';
@@ -42,7 +42,7 @@ export async function findConversation(id: string, customerId: number): Promise<
 }
 
 /** The conversation was deleted (forget.ts, prune.ts) while a chat still had it open. */
-export class ConversationDeleted extends Error {
+export class ConversationDeleted extends DatabaseError {
   override name = 'ConversationDeleted';
   constructor(readonly conversationId: string) {
     super(`Conversation ${conversationId} was deleted, so nothing more is saved in it.`);
@@ -60,7 +60,7 @@ export async function checkNotDeleted(conversation: Conversation): Promise<void>
 // One question at a time
 
 /** Another process is answering in this conversation, and did not finish within the wait. */
-export class ConversationBusy extends Error {
+export class ConversationBusy extends DatabaseError {
   override name = 'ConversationBusy';
   constructor(conversationId: string, seconds: number) {
     super(`Conversation ${conversationId} has been busy answering a question elsewhere for ${seconds} s; ask again when it has finished.`);
