@@ -28,17 +28,18 @@ export function turnsView(conversation: ConversationSummary & { customer_name: s
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
   const damaged = new Map(history.damaged.map((d) => [d.id, d.reason]));
-  const shown = new Set<number>();
   const total = { in: 0, out: 0, calls: 0 };
   let turnNumber = 0;
   let turnCost = { in: 0, out: 0, calls: 0 };
   const endTurn = () => {
     if (turnNumber > 0 && turnCost.calls) print(dim(`    ${count(turnCost.calls, 'model call')}: ${n(turnCost.in)} input + ${n(turnCost.out)} output tokens`));
   };
+  // Rows and kept messages are both in id order: one cursor walks the rows, showing the damaged ones in place.
+  let cursor = 0;
   const showDamagedBefore = (id: number) => {
-    for (const row of rows) {
-      if (row.id >= id || shown.has(row.id) || !damaged.has(row.id)) continue;
-      shown.add(row.id);
+    for (; cursor < rows.length && rows[cursor].id < id; cursor++) {
+      const row = rows[cursor];
+      if (!damaged.has(row.id)) continue;
       const raw = typeof row.data === 'string' ? row.data : JSON.stringify(row.data);
       print(`  #${row.id} [left out: ${damaged.get(row.id)}] ${row.role}: ${printable(shorten(raw, 120), { singleLine: true })}`);
     }
@@ -55,7 +56,6 @@ export function turnsView(conversation: ConversationSummary & { customer_name: s
     }
     if (id === undefined) return void print(dim(`  (not stored) ${describeMessage(message)} — added when sent, because the answer never came`));
     const row = byId.get(id)!;
-    shown.add(id);
     const note = row.storage_note ? dim(` [stored with changes: ${row.storage_note}]`) : '';
     print(`  #${id} ${describeMessage(message)}${note}`);
     if (row.input_tokens !== null) {
