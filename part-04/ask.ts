@@ -11,7 +11,7 @@ const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<emai
 
 Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. It looks up
 orders, checks refunds and opens tickets as needed, showing each step;
---quiet shows only the answer. Every run writes a trace under logs/traces/.`;
+--quiet hides the step-by-step trace lines. Every run writes a trace under logs/traces/.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({

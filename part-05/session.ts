@@ -14,23 +14,25 @@ export interface Customer {
 
 /** Finds the customer to sign in: `--customer=<email>` if given, else CUSTOMER_EMAIL. Problems are usage errors (exit 2). */
 export async function signIn(flag: string | undefined): Promise<Customer> {
-  const email = (flag ?? customerEmail())?.trim().toLowerCase();
+  if (flag !== undefined && !flag.trim()) throw new UsageError('--customer needs an email address, e.g. --customer=maya.patel@example.com.');
+  const email = flag ?? customerEmail();
   if (!email) {
     throw new UsageError('Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.');
   }
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
-    throw new UsageError(`"${email}" is not an email address; sign in with one such as --customer=maya.patel@example.com.`);
-  }
-  const customer = await findCustomer(email);
-  if (!customer) throw new UsageError(`There is no customer with the email ${email}.`);
-  return customer;
+  return lookUpCustomer(email);
 }
 
-/** The customer with exactly this email, if any. */
-async function findCustomer(email: string): Promise<Customer | undefined> {
-  const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [email.trim().toLowerCase()]);
+/** The customer with exactly this email. A malformed or unknown email is a usage error. */
+async function lookUpCustomer(value: string): Promise<Customer> {
+  const email = value.trim().toLowerCase();
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
+    throw new UsageError(`"${email}" is not an email address; use one such as --customer=maya.patel@example.com.`);
+  }
+  const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [email]);
   // The column's collation ignores case and accents ("GARCÍA" = "garcia"): only an exact match counts.
-  return rows.find((row) => row.email === email.trim().toLowerCase());
+  const customer = rows.find((row) => row.email === email);
+  if (!customer) throw new UsageError(`There is no customer with the email ${email}.`);
+  return customer;
 }
 
 /** "Maya Patel (maya.patel@example.com)": how scripts say who is signed in. */

@@ -13,7 +13,7 @@ const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<emai
 
 Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. Without
 --conversation it starts a new conversation; pass the id it prints to ask a follow-up in the same
-conversation. --quiet shows only the answer.`;
+conversation. --quiet hides the step-by-step trace lines.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
@@ -51,7 +51,10 @@ await runMain(async () => {
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   console.error(dim(`(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`, process.stderr));
   if (result.saveError) console.error(`Not saved: ${result.saveError}`);
-  else console.error(`Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id} "…"`)}`);
+  else {
+    const as = values.customer === undefined ? '' : ` --customer=${customer.email}`; // a conversation continues only as its customer
+    console.error(`Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id}${as} "…"`)}`);
+  }
   // A fallback apology is still printed for the customer, but scripts should see that something failed.
   return result.outcome === 'api_error' || result.saveError ? 1 : 0;
 }, USAGE);

@@ -50,8 +50,10 @@ await runMain(async () => {
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
 
   await chatLoop(session, values.quiet ?? false, rl);
-  // Nothing is stored until the first answer, so only then is there something to resume.
-  console.log(session.conversation.saved ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}`)}` : 'Bye!');
+  // Nothing is stored until the first answer, so only then is there something to resume; and only by
+  // the same customer, so a --customer given now belongs in the command too.
+  const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
+  console.log(session.conversation.saved ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}${as}`)}` : 'Bye!');
 }, USAGE);
 
 /** The chat itself: `rl` reads a terminal; without one (piped input) lines are read straight from stdin. */
@@ -148,6 +150,7 @@ async function* pipedLines(input: NodeJS.ReadStream): AsyncGenerator<string> {
 /**
  * Says once if help-center search will fall back to keywords (index missing, partial or built by
  * another model), with the command that fixes it; on a terminal, offers to build it right now.
+ * Ctrl-C skips the offer, or stops the build (what is embedded so far is kept).
  */
 async function checkSearchIndex(rl: readline.Interface | undefined): Promise<void> {
   const command = commandFor(new URL('./build-index.ts', import.meta.url));
@@ -155,13 +158,23 @@ async function checkSearchIndex(rl: readline.Interface | undefined): Promise<voi
   if (!problem) return;
   console.log(dim(problem));
   if (!rl) return;
-  const yes = await new Promise<string>((resolve) => rl.question('Build it now? [y/N] ', resolve));
-  if (!/^y(es)?$/i.test(yes.trim())) return;
-  const bar = progressBar('Embedding the help center:');
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort();
+  rl.on('SIGINT', onInterrupt);
   try {
-    await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress) });
+    const answer = await new Promise<string>((resolve) => {
+      controller.signal.addEventListener('abort', () => resolve(''));
+      rl.question('Build it now? [y/N] ', { signal: controller.signal }, resolve);
+    });
+    if (!/^y(es)?$/i.test(answer.trim())) return void (controller.signal.aborted && console.log());
+    const bar = progressBar('Embedding the help center:');
+    await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress), signal: controller.signal });
+    if (controller.signal.aborted) console.log(`\nStopped; what is embedded so far is kept. Finish later with: ${command}`);
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error;
-    console.log(`The index is not finished (${error.message}). Run later: ${command}`);
+    const why = error.kind === 'aborted' ? 'stopped' : error.message;
+    console.log(`\nThe index is not finished (${why}); what is embedded so far is kept. Finish later with: ${command}`);
+  } finally {
+    rl.off('SIGINT', onInterrupt);
   }
 }

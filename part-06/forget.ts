@@ -3,7 +3,7 @@ import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { parseConversationId } from './memory.ts';
 import { forgetConversation, forgetCustomer, type Removed } from './retention.ts';
-import { findCustomer } from './session.ts';
+import { lookUpCustomer } from './session.ts';
 import { checkDatabase } from './setup-database.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
@@ -27,8 +27,7 @@ await runMain(async () => {
     else report(removed);
     return;
   }
-  const customer = await findCustomer(values.customer!);
-  if (!customer) throw new UsageError(`There is no customer with the email ${values.customer!.trim().toLowerCase()}.`);
+  const customer = await lookUpCustomer(values.customer!);
   const removed = await forgetCustomer(customer.id);
   for (const r of removed) report(r);
   const messages = removed.reduce((sum, r) => sum + r.messages, 0);

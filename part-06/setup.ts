@@ -5,7 +5,7 @@ import { commandFor } from '../shared/hints.ts';
 import { deleteTraceFiles, existingTraceFiles } from './retention.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url)} [--yes]
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 
 Resets the database named by DB_NAME in .env: drops this part's tables, creates them again with the
 sample store, and indexes the help center. If the database holds conversations or tickets, it first
@@ -33,12 +33,18 @@ await runMain(async () => {
   if (deleted.length) console.log(`Deleted ${count(deleted.length, 'trace file')}.`);
 }, USAGE);
 
-/** On a terminal, asks; in a script (no terminal to ask on), --yes is required. */
+/** On a terminal, asks (Ctrl-C answers no); in a script (no terminal to ask on), --yes is required. */
 async function confirmed(): Promise<boolean> {
-  if (!process.stdin.isTTY) throw new UsageError('Nothing was changed: run it again with --yes to confirm.');
+  if (!process.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${commandFor(import.meta.url, '--yes')}`);
   const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  const controller = new AbortController();
+  rl.on('SIGINT', () => controller.abort());
   try {
-    return /^y(es)?$/i.test((await rl.question('Delete them? Type yes to continue: ')).trim());
+    return /^y(es)?$/i.test((await rl.question('Type yes to delete and reset: ', { signal: controller.signal })).trim());
+  } catch (error) {
+    if ((error as Error).name !== 'AbortError') throw error;
+    console.log();
+    return false;
   } finally {
     rl.close();
   }

@@ -53,7 +53,7 @@ await runMain(async () => {
 }, USAGE);
 
 function wholeNumber(value: string, flag: string): number {
-  if (!/^[1-9]\d*$/.test(value)) throw new UsageError(`${flag} must be a whole number of at least 1 (got "${printable(value, { singleLine: true })}").`);
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`);
   return Number(value);
 }
 

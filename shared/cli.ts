@@ -55,6 +55,12 @@ export function dim(text: string, stream: NodeJS.WriteStream = process.stdout): 
  * (2 for usage, 1 otherwise); the database pool is closed so the process can end.
  */
 export async function runMain(main: () => Promise<number | void>, usage: string): Promise<void> {
+  // A reader that leaves early (`| head`) closes the pipe: stop writing to it, quietly, instead of crashing.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+    });
+  }
   let code: number;
   try {
     code = (await main()) ?? 0;

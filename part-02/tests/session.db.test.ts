@@ -27,15 +27,17 @@ describe('signIn', () => {
   it.each([
     ['an unknown email', 'nobody@example.com', 'There is no customer with the email nobody@example.com.'],
     ['a near miss the collation would accept', 'sofia.garcía@example.com', 'There is no customer with the email sofia.garcía@example.com.'],
-    ['something that is not an email', "x' OR '1'='1", `"x' or '1'='1" is not an email address; sign in with one such as --customer=maya.patel@example.com.`],
+    ['something that is not an email', "x' OR '1'='1", `"x' or '1'='1" is not an email address; use one such as --customer=maya.patel@example.com.`],
   ])('refuses %s with one sentence (a usage error: exit 2)', async (_, email, message) => {
     const error = await signIn(email).catch((e) => e);
     expect(error).toBeInstanceOf(UsageError);
     expect(error.message).toBe(message);
   });
 
-  it('refuses to go on when nobody is configured', async () => {
+  it('refuses to go on when nobody is configured, or --customer is given empty', async () => {
     process.env.CUSTOMER_EMAIL = '';
     await expect(signIn(undefined)).rejects.toThrow(/^Nobody is signed in: set CUSTOMER_EMAIL in \.env/);
+    process.env.CUSTOMER_EMAIL = 'maya.patel@example.com';
+    await expect(signIn(' ')).rejects.toThrow('--customer needs an email address, e.g. --customer=maya.patel@example.com.');
   });
 });

@@ -89,7 +89,7 @@ describe('setup.ts resets, and only when told to', () => {
     const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
     expect(refused.code).toBe(2);
     expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${tickets} support ticket${tickets === 1 ? '' : 's'}.\n`);
-    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: run it again with --yes to confirm.');
+    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: to confirm, run npx tsx part-03/setup.ts --yes');
     expect(await count('tickets')).toBe(tickets);
   });
 

@@ -78,6 +78,15 @@ describe('conversations belong to their customer', () => {
     expect(missing.stderr.replace('f'.repeat(32), mayas)).toContain(`Conversation ${mayas} was not found; starting a new one.`);
   });
 
+  it('a resume hint printed for a --customer run keeps the --customer, so it continues that conversation', async () => {
+    fake.reply({ text: 'Hello Liam.' });
+    const first = await runScript(CHAT, ['--quiet', '--customer=liam.obrien@example.com'], { env, input: 'Hi\n' });
+    const id = first.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+    expect(first.stdout).toContain(`Bye! Resume later with: npx tsx part-06/chat.ts --resume=${id} --customer=liam.obrien@example.com`);
+    const again = await runScript(CHAT, ['--quiet', `--resume=${id}`, '--customer=liam.obrien@example.com'], { env, input: 'exit\n' });
+    expect(again.stdout).toContain(`Resuming conversation ${id}`);
+  });
+
   it("the operator's show-conversation shows any conversation, and whose it is", async () => {
     const liams = await conversationOf('liam.obrien@example.com');
     const shown = await runScript(SHOW, [liams], { env });

@@ -177,7 +177,7 @@ describe('show-conversation <id>', () => {
   it.each([
     [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
     [[`${'a'.repeat(32)}`, '--budget=500'], '--budget and --recent go with --context.'],
-    [[`${'a'.repeat(32)}`, '--context', '--recent=0'], '--recent must be a whole number of at least 1 (got "0").'],
+    [[`${'a'.repeat(32)}`, '--context', '--recent=0'], '--recent must be a whole number from 1 to 999999999 (got "0").'],
     [[`${'a'.repeat(32)}`, `${'b'.repeat(32)}`], 'Give one conversation id (got 2 arguments).'],
   ])('refuses %j: one line, the usage, exit 2', async (args, message) => {
     const run = await runScript(SHOW, args, { env });

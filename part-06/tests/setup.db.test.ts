@@ -122,7 +122,7 @@ describe('setup.ts resets, and only when told to', () => {
     expect(refused.stdout).toBe(
       `Resetting database "${db.name}" deletes ${n(plan.conversations, 'conversation')} (${n(plan.messages, 'message')}), ${n(plan.tickets, 'support ticket')}, 1 trace file.\n`,
     );
-    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: run it again with --yes to confirm.');
+    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes');
     expect(await count('conversations')).toBe(plan.conversations);
     expect(existsSync(trace)).toBe(true);
   });

@@ -16,9 +16,5 @@ await runMain(async () => {
     if (!/^\d{1,2}$/.test(value)) throw new UsageError(`"${value}" is not a part number.`);
     return Number(value);
   });
-  // Quitting a pager early (`| less`, `| head`) closes the pipe mid-write; that is the reader's choice, not an error.
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
   process.stdout.write(chapterDiff(from, to, { all: values.all }).text);
 }, USAGE);

@@ -106,6 +106,37 @@ describe('npm run chat', () => {
   });
 });
 
+describe('npm run setup', () => {
+  it('asks for --yes in a command that works through npm', async () => {
+    const scratch = await createScratchDatabase();
+    try {
+      await runCopied('npx tsx part-06/setup.ts --yes', ROOT_DIR, '', { DB_NAME: scratch.name });
+      await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Hi'], { env: { ...env, DB_NAME: scratch.name } }); // something to lose
+      const refused = await runCopied('npm run --silent setup', PART_06, '', { DB_NAME: scratch.name });
+      expect(refused.code).toBe(2);
+      const confirm = hint(refused.stderr, 'to confirm, run');
+      expect(confirm).toBe('npm run setup -- --yes');
+      const reset = await runCopied(confirm.replace('npm run', 'npm run --silent'), PART_06, '', { DB_NAME: scratch.name });
+      expect(reset.code, reset.stderr).toBe(0);
+      expect(reset.stdout).toContain('Resetting database');
+    } finally {
+      await scratch.drop();
+    }
+  });
+});
+
+describe('output read by a program that stops early (| head)', () => {
+  it('ends the script quietly, not with a stack trace', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PART_06, 'show-conversation.ts'), '--help'], { cwd: ROOT_DIR, env: { ...process.env, ...env } });
+    child.stdout.destroy(); // the reader is gone before the script writes a word
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+});
+
 /** Every script a learner runs: the files that start their work with runMain. */
 const SCRIPTS = ['part-01', 'part-02', 'part-03', 'part-04', 'part-05', 'part-06', 'shared/scripts'].flatMap((dir) =>
   readdirSync(path.join(ROOT_DIR, dir))
