@@ -24,7 +24,7 @@ const wholeFile = (text: string, prefix: string) => `${text.replace(/\n$/, '').s
 /** What each chapter teaches, by the names its diff must add: the diff is the lesson. */
 const LESSONS: Record<number, string[]> = {
   2: ['async function signIn(', 'export interface ToolContext', "name: 'get_order_status'", 'export async function ensureDatabase(', 'export function splitSqlStatements(', 'const first = await chatWithTools(messages, TOOL_DEFINITIONS)'],
-  3: ['CREATE FUNCTION is_refund_eligible', "name: 'create_support_ticket'", 'MAX_TICKETS_PER_TURN', 'already_open: true', "name: 'list_customer_orders'", 'Type yes to continue'],
+  3: ['CREATE FUNCTION is_refund_eligible', "name: 'create_support_ticket'", 'MAX_TICKETS_PER_TURN', 'already_open: true', "name: 'list_customer_orders'", 'Type yes to delete and reset'],
   4: ['export async function runAgent(', 'export async function safeRunTool(', 'export class Trace', 'MAX_STEPS', 'const result = await runAgent(question, customer'],
   5: ['export function parseArticle(', 'export async function ingestArticles(', 'export async function buildIndex(', 'export async function searchHelpCenter(', 'export async function indexStatus('],
   6: [
