@@ -14,7 +14,9 @@ if (problem) {
   const { host, port } = dbSettings();
   const message = `MySQL is not reachable at ${host}:${port} (${problem})`;
   if (process.env.CI === 'true' || process.env.REQUIRE_DB === '1') {
-    throw new Error(`${message}, and CI or REQUIRE_DB=1 requires it. Start MySQL/MariaDB or fix DB_* in .env.`);
+    throw new Error(
+      `${message}, and CI or REQUIRE_DB=1 requires it. Start MySQL/MariaDB or fix DB_* in .env.`,
+    );
   }
   console.warn(
     `\n⚠ ${message}: skipping every *.db.test.ts file. Start MySQL/MariaDB (or set DB_HOST, DB_PORT, DB_USER, DB_PASSWORD in .env) to run them.\n`,

@@ -45,14 +45,23 @@ export async function resetDatabase(log: (line: string) => void = console.log): 
  * Runs fn on a connection to DB_NAME (created if needed) while holding a lock named after it, so first
  * runs started at the same moment take turns instead of racing to create the same tables.
  */
-async function withSetupConnection(fn: (db: mysql.Connection, database: string) => Promise<void>): Promise<void> {
+async function withSetupConnection(
+  fn: (db: mysql.Connection, database: string) => Promise<void>,
+): Promise<void> {
   const { database } = dbSettings();
   const db = await connectToServer();
   try {
-    const [[lock]] = await db.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 60) AS got', [`nimbus-setup:${database}`.slice(0, 64)]);
-    if (lock.got !== 1) throw new DatabaseError(`Another setup of database "${database}" has been running for a minute; try again when it has finished.`);
+    const [[lock]] = await db.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 60) AS got', [
+      `nimbus-setup:${database}`.slice(0, 64),
+    ]);
+    if (lock.got !== 1)
+      throw new DatabaseError(
+        `Another setup of database "${database}" has been running for a minute; try again when it has finished.`,
+      );
     // DB_NAME is checked to be letters, digits and underscores, so it is safe inside backticks.
-    await db.query(`CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    await db.query(
+      `CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
     await db.query(`USE \`${database}\``);
     await fn(db, database);
   } catch (error) {
@@ -63,13 +72,17 @@ async function withSetupConnection(fn: (db: mysql.Connection, database: string) 
 }
 
 async function missingTables(db: mysql.Connection, database: string): Promise<string[]> {
-  const [rows] = await db.query<mysql.RowDataPacket[]>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [database]);
+  const [rows] = await db.query<mysql.RowDataPacket[]>(
+    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
+    [database],
+  );
   const existing = new Set(rows.map((row) => String(row.name)));
   return TABLES.filter((table) => !existing.has(table));
 }
 
 async function runSqlFile(db: mysql.Connection, file: string): Promise<void> {
-  for (const statement of splitSqlStatements(await readFile(path.join(HERE, file), 'utf8'))) await db.query(statement);
+  for (const statement of splitSqlStatements(await readFile(path.join(HERE, file), 'utf8')))
+    await db.query(statement);
 }
 
 /** Runs each `INSERT INTO <table>` of seed.sql only if that table has no rows: sample data never overwrites real data. */
@@ -77,7 +90,10 @@ async function seedEmptyTables(db: mysql.Connection, log: (line: string) => void
   const seeded: string[] = [];
   for (const statement of splitSqlStatements(await readFile(path.join(HERE, 'seed.sql'), 'utf8'))) {
     const table = /^INSERT INTO (\w+)/i.exec(statement)?.[1];
-    if (!table) throw new Error(`seed.sql may only contain INSERT INTO statements (found: ${statement.slice(0, 40)}…).`);
+    if (!table)
+      throw new Error(
+        `seed.sql may only contain INSERT INTO statements (found: ${statement.slice(0, 40)}…).`,
+      );
     const [rows] = await db.query<mysql.RowDataPacket[]>(`SELECT 1 FROM \`${table}\` LIMIT 1`);
     if (rows.length > 0 && !seeded.includes(table)) continue;
     await db.query(statement);

@@ -78,7 +78,8 @@ const getOrderStatus: Tool = {
 };
 
 /** An order's total, summed by MySQL in DECIMAL: exact cents, where adding JavaScript floats is not. */
-const ORDER_TOTAL = '(SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost';
+const ORDER_TOTAL =
+  '(SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost';
 
 interface OrderRow {
   id: number;
@@ -108,7 +109,10 @@ export const TOOL_DEFINITIONS: ToolDefinition[] = TOOLS.map((tool) => tool.defin
 /** Runs one call from the model. Unknown tools and bad arguments become `{ error }` results, not exceptions. */
 export async function runTool(call: ToolCall, context: ToolContext): Promise<ToolResult> {
   const tool = TOOLS.find((t) => t.definition.name === call.name);
-  if (!tool) return { error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.` };
+  if (!tool)
+    return {
+      error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.`,
+    };
   if (call.arguments_error) return { error: call.arguments_error };
   try {
     return await tool.run(call.arguments, context);
@@ -122,7 +126,9 @@ export async function runTool(call: ToolCall, context: ToolContext): Promise<Too
 function positiveInteger(value: unknown, name: string): number {
   const number = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isSafeInteger(number) || number <= 0) {
-    throw new ArgumentError(`${name} must be a positive whole number, e.g. 1043 (got ${JSON.stringify(value) ?? 'nothing'}).`);
+    throw new ArgumentError(
+      `${name} must be a positive whole number, e.g. 1043 (got ${JSON.stringify(value) ?? 'nothing'}).`,
+    );
   }
   return number;
 }

@@ -15,7 +15,10 @@ Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer,
 answer. Nimbus can look up that customer's orders, check refunds and open tickets.`;
 
 await runMain(async () => {
-  const { values, positionals } = parseFlags({ options: { customer: { type: 'string' } }, allowPositionals: true });
+  const { values, positionals } = parseFlags({
+    options: { customer: { type: 'string' } },
+    allowPositionals: true,
+  });
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key is said before anything is created.
@@ -40,17 +43,35 @@ await runMain(async () => {
   const context: ToolContext = { customer, ticketsOpened: 0 };
   messages.push(first.message);
   for (const call of first.tool_calls) {
-    console.error(dim(printable(`→ ${call.name}(${JSON.stringify(call.arguments)})`, { singleLine: true }), process.stderr));
+    console.error(
+      dim(
+        printable(`→ ${call.name}(${JSON.stringify(call.arguments)})`, { singleLine: true }),
+        process.stderr,
+      ),
+    );
     const result = await runTool(call, context);
-    console.error(dim(printable(`← ${shorten(JSON.stringify(result), 200)}`, { singleLine: true }), process.stderr));
-    messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(result) });
+    console.error(
+      dim(
+        printable(`← ${shorten(JSON.stringify(result), 200)}`, { singleLine: true }),
+        process.stderr,
+      ),
+    );
+    messages.push({
+      role: 'tool',
+      tool_call_id: call.id,
+      name: call.name,
+      content: JSON.stringify(result),
+    });
   }
 
   // 3. With the results in hand, the model writes the answer.
   const second = await chatWithTools(messages, TOOL_DEFINITIONS);
   if (second.tool_calls.length > 0) {
     // One round is all this script does: a model that wants more lookups gets a plain apology.
-    console.log(printable(second.text) || 'Nimbus needed more than one round of lookups for this question; try asking more specifically.');
+    console.log(
+      printable(second.text) ||
+        'Nimbus needed more than one round of lookups for this question; try asking more specifically.',
+    );
     return 0;
   }
   console.log(printable(second.text) || '(Nimbus gave an empty answer; try asking another way.)');

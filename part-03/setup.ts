@@ -15,7 +15,9 @@ await runMain(async () => {
   const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
   const plan = await planReset();
   if (plan.tickets) {
-    console.log(`Resetting database "${plan.database}" deletes ${count(plan.tickets, 'support ticket')}.`);
+    console.log(
+      `Resetting database "${plan.database}" deletes ${count(plan.tickets, 'support ticket')}.`,
+    );
     if (!values.yes && !(await confirmed())) {
       console.log('Nothing was changed.');
       return 1;
@@ -26,12 +28,17 @@ await runMain(async () => {
 
 /** On a terminal, asks (Ctrl-C answers no); in a script (no terminal to ask on), --yes is required. */
 async function confirmed(): Promise<boolean> {
-  if (!process.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${commandFor(import.meta.url, '--yes')}`);
+  if (!process.stdin.isTTY)
+    throw new UsageError(
+      `Nothing was changed: to confirm, run ${commandFor(import.meta.url, '--yes')}`,
+    );
   const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
   const controller = new AbortController();
   rl.on('SIGINT', () => controller.abort());
   try {
-    return /^y(es)?$/i.test((await rl.question('Type yes to delete and reset: ', { signal: controller.signal })).trim());
+    return /^y(es)?$/i.test(
+      (await rl.question('Type yes to delete and reset: ', { signal: controller.signal })).trim(),
+    );
   } catch (error) {
     if ((error as Error).name !== 'AbortError') throw error;
     console.log();

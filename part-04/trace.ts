@@ -43,7 +43,8 @@ export class Trace {
     const line = { ts: new Date().toISOString(), trace: this.id, type, ...data };
     this.append(JSON.stringify(line) + '\n');
     const text = terminalLine(type, data);
-    if (text && !this.quiet) console.error(dim(printable(text, { singleLine: true }), process.stderr));
+    if (text && !this.quiet)
+      console.error(dim(printable(text, { singleLine: true }), process.stderr));
   }
 
   private append(line: string): void {
@@ -52,7 +53,10 @@ export class Trace {
       makeFolders(path.dirname(this.file));
       // Appending whole lines means a crash can cut the file short but never leave a half-written event.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
-      const fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK);
+      const fd = openSync(
+        this.file,
+        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+      );
       try {
         writeSync(fd, line);
       } finally {
@@ -60,7 +64,12 @@ export class Trace {
       }
     } catch (error) {
       this.failed = true;
-      console.error(dim(`warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`, process.stderr));
+      console.error(
+        dim(
+          `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
+          process.stderr,
+        ),
+      );
     }
   }
 }

@@ -1,5 +1,11 @@
 // The agent loop: ask the model, run the tools it asks for, and repeat until it answers.
-import { chatWithTools, describeRetry, ProviderError, type Message, type Usage } from '../shared/llm/index.ts';
+import {
+  chatWithTools,
+  describeRetry,
+  ProviderError,
+  type Message,
+  type Usage,
+} from '../shared/llm/index.ts';
 import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
@@ -37,7 +43,11 @@ export interface AgentOptions {
 }
 
 /** Answers one question for the signed-in customer, whose data alone the tools may reach. */
-export async function runAgent(question: string, customer: Customer, options: AgentOptions = {}): Promise<AgentResult> {
+export async function runAgent(
+  question: string,
+  customer: Customer,
+  options: AgentOptions = {},
+): Promise<AgentResult> {
   const trace = new Trace({ quiet: options.quiet });
   trace.event('start', { question, customer_id: customer.id });
   // The history grows within this question: every request carries everything so far.
@@ -61,12 +71,29 @@ export async function runAgent(question: string, customer: Customer, options: Ag
     try {
       reply = await chatWithTools(messages, TOOL_DEFINITIONS, {
         signal: options.signal,
-        onRetry: (info) => trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs, status: info.status }),
+        onRetry: (info) =>
+          trace.event('retry', {
+            step,
+            message: describeRetry(info),
+            wait_ms: info.waitMs,
+            status: info.status,
+          }),
       });
     } catch (error) {
       // A wrong key or model name is the developer's to fix: stop with that message, not an apology.
-      if (!(error instanceof ProviderError) || error.kind === 'auth' || error.kind === 'aborted' || error.status === 404) throw error;
-      trace.event('api_error', { step, message: error.message, status: error.status, kind: error.kind });
+      if (
+        !(error instanceof ProviderError) ||
+        error.kind === 'auth' ||
+        error.kind === 'aborted' ||
+        error.status === 404
+      )
+        throw error;
+      trace.event('api_error', {
+        step,
+        message: error.message,
+        status: error.status,
+        kind: error.kind,
+      });
       return finish(API_ERROR_ANSWER, 'api_error', step);
     }
     const ms = Date.now() - started;
@@ -85,8 +112,18 @@ export async function runAgent(question: string, customer: Customer, options: Ag
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context);
-      trace.event('tool_result', { step, name: call.name, result, ...(exception ? { exception } : {}) });
-      messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(result) });
+      trace.event('tool_result', {
+        step,
+        name: call.name,
+        result,
+        ...(exception ? { exception } : {}),
+      });
+      messages.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        name: call.name,
+        content: JSON.stringify(result),
+      });
     }
   }
 

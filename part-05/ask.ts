@@ -29,14 +29,23 @@ await runMain(async () => {
   ensureLogDir();
   await ensureDatabase();
   const customer = await signIn(values.customer);
-  if (!values.quiet) console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
-  const problem = describeIndexStatus(await indexStatus(), commandFor(new URL('./build-index.ts', import.meta.url)));
+  if (!values.quiet)
+    console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
+  const problem = describeIndexStatus(
+    await indexStatus(),
+    commandFor(new URL('./build-index.ts', import.meta.url)),
+  );
   if (problem && !values.quiet) console.error(dim(problem, process.stderr));
 
   const result = await runAgent(question, customer, { quiet: values.quiet });
   console.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
-  console.error(dim(`(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`, process.stderr));
+  console.error(
+    dim(
+      `(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`,
+      process.stderr,
+    ),
+  );
   // A fallback apology is still printed for the customer, but scripts should see that something failed.
   return result.outcome === 'api_error' ? 1 : 0;
 }, USAGE);

@@ -16,7 +16,9 @@ await runMain(async () => {
   parseFlags({ options: {} });
   const model = embeddingModel();
   if (!model) {
-    console.log('No embedding model is configured (set OPENAI_EMBEDDING_MODEL for your server), so there is nothing to index.');
+    console.log(
+      'No embedding model is configured (set OPENAI_EMBEDDING_MODEL for your server), so there is nothing to index.',
+    );
     console.log('search_help_center will use MySQL FULLTEXT keyword search instead.');
     return 0;
   }
@@ -26,15 +28,24 @@ await runMain(async () => {
   process.once('SIGINT', () => controller.abort());
   try {
     const bar = progressBar(`Embedding with ${model}:`);
-    const { done, total } = await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress), signal: controller.signal });
+    const { done, total } = await buildIndex({
+      onProgress: (progress) => progress.total > 0 && bar(progress),
+      signal: controller.signal,
+    });
     if (done < total) {
-      console.log(`\nStopped after ${done} of ${total} chunks. Run ${commandFor(import.meta.url)} again to continue.`);
+      console.log(
+        `\nStopped after ${done} of ${total} chunks. Run ${commandFor(import.meta.url)} again to continue.`,
+      );
       return 130;
     }
-    console.log(total === 0 ? `Index is up to date for ${model}.` : `Embedded ${done} chunks with ${model}.`);
+    console.log(
+      total === 0 ? `Index is up to date for ${model}.` : `Embedded ${done} chunks with ${model}.`,
+    );
   } catch (error) {
     if (error instanceof ProviderError && error.kind === 'aborted') {
-      console.log(`\nStopped. Chunks embedded so far are saved; run ${commandFor(import.meta.url)} again to continue.`);
+      console.log(
+        `\nStopped. Chunks embedded so far are saved; run ${commandFor(import.meta.url)} again to continue.`,
+      );
       return 130;
     }
     throw error;

@@ -8,7 +8,10 @@ export interface Progress {
 const WIDTH = 24;
 
 /** Returns a function to call with each update. Rate and ETA are measured from the first call. */
-export function progressBar(label: string, stream: NodeJS.WriteStream = process.stderr): (progress: Progress) => void {
+export function progressBar(
+  label: string,
+  stream: NodeJS.WriteStream = process.stderr,
+): (progress: Progress) => void {
   const started = Date.now();
   return ({ done, total }) => {
     const seconds = (Date.now() - started) / 1000;

@@ -29,7 +29,9 @@ export async function safeRunTool(
     // The model gets a plain sentence; the technical detail goes to the trace for us.
     const exception = error instanceof Error ? error.message : String(error);
     return {
-      result: { error: `${call.name} failed because of a technical problem. Apologise and suggest trying again later.` },
+      result: {
+        error: `${call.name} failed because of a technical problem. Apologise and suggest trying again later.`,
+      },
       exception,
     };
   }
@@ -41,7 +43,9 @@ function canonicalJson(value: unknown): string {
   if (value && typeof value === 'object') {
     const entries = Object.keys(value)
       .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+      .map(
+        (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
+      );
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';

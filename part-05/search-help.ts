@@ -20,11 +20,19 @@ export async function searchHelpCenter(question: string): Promise<SearchResult> 
     // Chunks ingested since the last build-index cannot be found by meaning yet: the model should know
     // its search was partial (the person running Nimbus is told at start, with the command that fixes it).
     const missing = total - indexed;
-    return missing > 0 ? { ...found, note: `${missing} help-center passages are not indexed yet and were not searched.` } : found;
+    return missing > 0
+      ? {
+          ...found,
+          note: `${missing} help-center passages are not indexed yet and were not searched.`,
+        }
+      : found;
   } catch (error) {
     // The embedding API failing should cost the customer precision, not the answer.
     if (!(error instanceof ProviderError)) throw error;
-    return { ...(await searchByKeywords(question)), note: `Embedding search failed (${error.message}); used keyword search.` };
+    return {
+      ...(await searchByKeywords(question)),
+      note: `Embedding search failed (${error.message}); used keyword search.`,
+    };
   }
 }
 
@@ -65,6 +73,10 @@ async function searchByKeywords(question: string): Promise<SearchResult> {
   );
   return {
     method: 'fulltext',
-    results: rows.map((row) => ({ article: row.title, text: row.text, score: Math.round(row.score * 1000) / 1000 })),
+    results: rows.map((row) => ({
+      article: row.title,
+      text: row.text,
+      score: Math.round(row.score * 1000) / 1000,
+    })),
   };
 }

@@ -14,10 +14,15 @@ export interface Customer {
 
 /** Finds the customer to sign in: `--customer=<email>` if given, else CUSTOMER_EMAIL. Problems are usage errors (exit 2). */
 export async function signIn(flag: string | undefined): Promise<Customer> {
-  if (flag !== undefined && !flag.trim()) throw new UsageError('--customer needs an email address, e.g. --customer=maya.patel@example.com.');
+  if (flag !== undefined && !flag.trim())
+    throw new UsageError(
+      '--customer needs an email address, e.g. --customer=maya.patel@example.com.',
+    );
   const email = flag ?? customerEmail();
   if (!email) {
-    throw new UsageError('Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.');
+    throw new UsageError(
+      'Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.',
+    );
   }
   return lookUpCustomer(email);
 }
@@ -26,9 +31,13 @@ export async function signIn(flag: string | undefined): Promise<Customer> {
 async function lookUpCustomer(value: string): Promise<Customer> {
   const email = value.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
-    throw new UsageError(`"${email}" is not an email address; use one such as --customer=maya.patel@example.com.`);
+    throw new UsageError(
+      `"${email}" is not an email address; use one such as --customer=maya.patel@example.com.`,
+    );
   }
-  const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [email]);
+  const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [
+    email,
+  ]);
   // The column's collation ignores case and accents ("GARCÍA" = "garcia"): only an exact match counts.
   const customer = rows.find((row) => row.email === email);
   if (!customer) throw new UsageError(`There is no customer with the email ${email}.`);

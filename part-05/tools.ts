@@ -82,7 +82,8 @@ const getOrderStatus: Tool = {
 };
 
 /** An order's total, summed by MySQL in DECIMAL: exact cents, where adding JavaScript floats is not. */
-const ORDER_TOTAL = '(SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost';
+const ORDER_TOTAL =
+  '(SELECT SUM(i.quantity * i.unit_price) FROM order_items i WHERE i.order_id = o.id) + o.shipping_cost';
 
 interface OrderRow {
   id: number;
@@ -112,7 +113,9 @@ const listCustomerOrders: Tool = {
     parameters: { type: 'object', properties: {}, additionalProperties: false },
   },
   async run(_args, context) {
-    const orders = await query<Array<{ order_id: number; status: string; placed_on: string; total: number }>>(
+    const orders = await query<
+      Array<{ order_id: number; status: string; placed_on: string; total: number }>
+    >(
       `SELECT o.id AS order_id, o.status, DATE_FORMAT(o.created_at, '%Y-%m-%d') AS placed_on, ${ORDER_TOTAL} AS total
          FROM orders o WHERE o.customer_id = ? ORDER BY o.created_at DESC, o.id DESC`,
       [context.customer.id],
@@ -140,7 +143,15 @@ const checkRefundEligibility: Tool = {
   async run(args, context) {
     const orderId = positiveInteger(args.order_id, 'order_id');
     // The rule itself lives in functions.sql: the database answers, we only pass the question on.
-    const rows = await query<Array<{ order_id: number; status: string; days_since_purchase: number | null; eligible: number; reason: string }>>(
+    const rows = await query<
+      Array<{
+        order_id: number;
+        status: string;
+        days_since_purchase: number | null;
+        eligible: number;
+        reason: string;
+      }>
+    >(
       `SELECT id AS order_id, status, days_since_purchase(paid_at) AS days_since_purchase,
               is_refund_eligible(status, paid_at) AS eligible, refund_reason(status, paid_at) AS reason
          FROM orders WHERE id = ? AND customer_id = ?`,
@@ -154,7 +165,17 @@ const checkRefundEligibility: Tool = {
 // ---------------------------------------------------------------------------------------------------
 // create_support_ticket
 
-const TICKET_CATEGORIES = ['refund', 'return', 'exchange', 'shipping', 'damaged_item', 'warranty', 'billing', 'account', 'other'];
+const TICKET_CATEGORIES = [
+  'refund',
+  'return',
+  'exchange',
+  'shipping',
+  'damaged_item',
+  'warranty',
+  'billing',
+  'account',
+  'other',
+];
 const MAX_SUMMARY_LENGTH = 2000;
 /** New tickets one question may open. A model that loops (or a reply with 300 calls) stops here. */
 export const MAX_TICKETS_PER_TURN = 2;
@@ -169,8 +190,15 @@ const createSupportTicket: Tool = {
     parameters: {
       type: 'object',
       properties: {
-        category: { type: 'string', enum: TICKET_CATEGORIES, description: 'What the ticket is about.' },
-        summary: { type: 'string', description: 'One or two sentences for the team: what the customer needs and why.' },
+        category: {
+          type: 'string',
+          enum: TICKET_CATEGORIES,
+          description: 'What the ticket is about.',
+        },
+        summary: {
+          type: 'string',
+          description: 'One or two sentences for the team: what the customer needs and why.',
+        },
         order_id: { type: 'integer', description: 'The order it is about, if any.' },
       },
       required: ['category', 'summary'],
@@ -179,13 +207,20 @@ const createSupportTicket: Tool = {
   },
   async run(args, context) {
     if (typeof args.category !== 'string' || !TICKET_CATEGORIES.includes(args.category)) {
-      throw new ArgumentError(`category must be one of ${TICKET_CATEGORIES.join(', ')} (got ${JSON.stringify(args.category) ?? 'nothing'}).`);
+      throw new ArgumentError(
+        `category must be one of ${TICKET_CATEGORIES.join(', ')} (got ${JSON.stringify(args.category) ?? 'nothing'}).`,
+      );
     }
     const category = args.category;
     const summary = typeof args.summary === 'string' ? args.summary.trim() : '';
-    if (!summary) throw new ArgumentError('summary must be a non-empty text saying what the customer needs.');
-    if (summary.length > MAX_SUMMARY_LENGTH) throw new ArgumentError(`summary must be at most ${MAX_SUMMARY_LENGTH} characters.`);
-    const orderId = args.order_id === undefined || args.order_id === null ? null : positiveInteger(args.order_id, 'order_id');
+    if (!summary)
+      throw new ArgumentError('summary must be a non-empty text saying what the customer needs.');
+    if (summary.length > MAX_SUMMARY_LENGTH)
+      throw new ArgumentError(`summary must be at most ${MAX_SUMMARY_LENGTH} characters.`);
+    const orderId =
+      args.order_id === undefined || args.order_id === null
+        ? null
+        : positiveInteger(args.order_id, 'order_id');
     const customerId = context.customer.id;
 
     const result = await withTransaction(async (db): Promise<ToolResult> => {
@@ -193,7 +228,10 @@ const createSupportTicket: Tool = {
       // "already open?" check below cannot be passed by both.
       await db.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
       if (orderId !== null) {
-        const [found] = await db.query<RowDataPacket[]>('SELECT 1 FROM orders WHERE id = ? AND customer_id = ?', [orderId, customerId]);
+        const [found] = await db.query<RowDataPacket[]>(
+          'SELECT 1 FROM orders WHERE id = ? AND customer_id = ?',
+          [orderId, customerId],
+        );
         if (found.length === 0) return { error: `Order ${orderId} not found` };
       }
       // Asking twice (a retry, a "yes please" after an interrupted answer) must not open a second ticket.
@@ -202,9 +240,17 @@ const createSupportTicket: Tool = {
           WHERE customer_id = ? AND category = ? AND order_id <=> ? AND status <> 'closed' ORDER BY id LIMIT 1`,
         [customerId, category, orderId],
       );
-      if (open.length) return { created: false, already_open: true, ticket_id: open[0].id, status: open[0].status };
+      if (open.length)
+        return {
+          created: false,
+          already_open: true,
+          ticket_id: open[0].id,
+          status: open[0].status,
+        };
       if (context.ticketsOpened >= MAX_TICKETS_PER_TURN) {
-        return { error: `No more than ${MAX_TICKETS_PER_TURN} new tickets can be opened for one question. Tell the customer the team will follow up on the tickets already opened.` };
+        return {
+          error: `No more than ${MAX_TICKETS_PER_TURN} new tickets can be opened for one question. Tell the customer the team will follow up on the tickets already opened.`,
+        };
       }
       const [inserted] = await db.query<ResultSetHeader>(
         'INSERT INTO tickets (customer_id, category, summary, order_id) VALUES (?, ?, ?, ?)',
@@ -231,7 +277,9 @@ const searchHelpCenterTool: Tool = {
       'passages with their article titles. Use it for every question about how the store works.',
     parameters: {
       type: 'object',
-      properties: { query: { type: 'string', description: "The customer's question, or its key words." } },
+      properties: {
+        query: { type: 'string', description: "The customer's question, or its key words." },
+      },
       required: ['query'],
       additionalProperties: false,
     },
@@ -239,16 +287,25 @@ const searchHelpCenterTool: Tool = {
   async run(args) {
     const text = typeof args.query === 'string' ? args.query.trim() : '';
     if (!text) throw new ArgumentError('query must be a non-empty text.');
-    if (text.length > MAX_QUERY_LENGTH) throw new ArgumentError(`query must be at most ${MAX_QUERY_LENGTH} characters.`);
+    if (text.length > MAX_QUERY_LENGTH)
+      throw new ArgumentError(`query must be at most ${MAX_QUERY_LENGTH} characters.`);
     const found = await searchHelpCenter(text);
-    return found.results.length ? { ...found } : { ...found, note: found.note ?? 'Nothing relevant found in the help center.' };
+    return found.results.length
+      ? { ...found }
+      : { ...found, note: found.note ?? 'Nothing relevant found in the help center.' };
   },
 };
 
 // ---------------------------------------------------------------------------------------------------
 // The registry
 
-const TOOLS: Tool[] = [getOrderStatus, listCustomerOrders, checkRefundEligibility, createSupportTicket, searchHelpCenterTool];
+const TOOLS: Tool[] = [
+  getOrderStatus,
+  listCustomerOrders,
+  checkRefundEligibility,
+  createSupportTicket,
+  searchHelpCenterTool,
+];
 
 /** What the model is told it may call. */
 export const TOOL_DEFINITIONS: ToolDefinition[] = TOOLS.map((tool) => tool.definition);
@@ -256,7 +313,10 @@ export const TOOL_DEFINITIONS: ToolDefinition[] = TOOLS.map((tool) => tool.defin
 /** Runs one call from the model. Unknown tools and bad arguments become `{ error }` results, not exceptions. */
 export async function runTool(call: ToolCall, context: ToolContext): Promise<ToolResult> {
   const tool = TOOLS.find((t) => t.definition.name === call.name);
-  if (!tool) return { error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.` };
+  if (!tool)
+    return {
+      error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.`,
+    };
   if (call.arguments_error) return { error: call.arguments_error };
   try {
     return await tool.run(call.arguments, context);
@@ -270,7 +330,9 @@ export async function runTool(call: ToolCall, context: ToolContext): Promise<Too
 function positiveInteger(value: unknown, name: string): number {
   const number = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isSafeInteger(number) || number <= 0) {
-    throw new ArgumentError(`${name} must be a positive whole number, e.g. 1043 (got ${JSON.stringify(value) ?? 'nothing'}).`);
+    throw new ArgumentError(
+      `${name} must be a positive whole number, e.g. 1043 (got ${JSON.stringify(value) ?? 'nothing'}).`,
+    );
   }
   return number;
 }

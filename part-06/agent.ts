@@ -1,9 +1,23 @@
 // The agent loop, per conversation: earlier turns from memory, then ask, run tools, repeat; every step is saved as it completes.
 import { DatabaseCancelled } from '../shared/db.ts';
-import { chatWithTools, describeRetry, ProviderError, type Message, type Usage } from '../shared/llm/index.ts';
+import {
+  chatWithTools,
+  describeRetry,
+  ProviderError,
+  type Message,
+  type Usage,
+} from '../shared/llm/index.ts';
 import { memoryBudget } from './context.ts';
 import { loadContext } from './load-context.ts';
-import { checkNotDeleted, saveMessages, warnDamaged, withConversationLock, type CallCost, type Conversation, type MessageToSave } from './memory.ts';
+import {
+  checkNotDeleted,
+  saveMessages,
+  warnDamaged,
+  withConversationLock,
+  type CallCost,
+  type Conversation,
+  type MessageToSave,
+} from './memory.ts';
 import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
@@ -56,7 +70,9 @@ export interface AgentOptions {
 export class QuestionTooLong extends Error {
   override name = 'QuestionTooLong';
   constructor(length: number) {
-    super(`That question is ${length.toLocaleString('en-US')} characters long; the limit is ${MAX_QUESTION_CHARS.toLocaleString('en-US')}. Please shorten it.`);
+    super(
+      `That question is ${length.toLocaleString('en-US')} characters long; the limit is ${MAX_QUESTION_CHARS.toLocaleString('en-US')}. Please shorten it.`,
+    );
   }
 }
 
@@ -74,18 +90,30 @@ export class TurnCancelled extends Error {
   }
 }
 
-export async function runAgent(question: string, session: Session, options: AgentOptions = {}): Promise<AgentResult> {
+export async function runAgent(
+  question: string,
+  session: Session,
+  options: AgentOptions = {},
+): Promise<AgentResult> {
   if (question.length > MAX_QUESTION_CHARS) throw new QuestionTooLong(question.length);
   try {
     // One question at a time per conversation: its steps are saved as they happen, so two would interleave.
-    return await withConversationLock(session.conversation.id, () => answer(question, session, options), { signal: options.signal });
+    return await withConversationLock(
+      session.conversation.id,
+      () => answer(question, session, options),
+      { signal: options.signal },
+    );
   } catch (error) {
     if (error instanceof DatabaseCancelled) throw new TurnCancelled('nothing'); // Ctrl-C while waiting for the lock
     throw error;
   }
 }
 
-async function answer(question: string, { customer, conversation }: Session, options: AgentOptions): Promise<AgentResult> {
+async function answer(
+  question: string,
+  { customer, conversation }: Session,
+  options: AgentOptions,
+): Promise<AgentResult> {
   // Between two questions the conversation may have been deleted (forget.ts): never write to it again.
   await checkNotDeleted(conversation);
   const trace = new Trace(conversation.id, { quiet: options.quiet });
@@ -129,13 +157,35 @@ async function answer(question: string, { customer, conversation }: Session, opt
     }
   };
 
-  const finish = async (answer: string, outcome: Outcome, step: number, reply?: { message: MessageToSave['message']; cost: CallCost }): Promise<AgentResult> => {
+  const finish = async (
+    answer: string,
+    outcome: Outcome,
+    step: number,
+    reply?: { message: MessageToSave['message']; cost: CallCost },
+  ): Promise<AgentResult> => {
     // Whatever happened, the stored turn ends with an answer: a fallback is saved as plain text,
     // so the history always reads question → answer.
-    unsaved.push(reply && outcome === 'answered' ? reply : { message: { role: 'assistant', content: answer }, cost: reply?.cost });
+    unsaved.push(
+      reply && outcome === 'answered'
+        ? reply
+        : { message: { role: 'assistant', content: answer }, cost: reply?.cost },
+    );
     await save(step);
-    trace.event('end', { answer, outcome, steps: step, tokens: usage, ...(saveError ? { save_error: saveError } : {}) });
-    return { answer, outcome, steps: step, usage, traceFile: trace.file, ...(saveError ? { saveError } : {}) };
+    trace.event('end', {
+      answer,
+      outcome,
+      steps: step,
+      tokens: usage,
+      ...(saveError ? { save_error: saveError } : {}),
+    });
+    return {
+      answer,
+      outcome,
+      steps: step,
+      usage,
+      traceFile: trace.file,
+      ...(saveError ? { saveError } : {}),
+    };
   };
 
   /**
@@ -157,7 +207,13 @@ async function answer(question: string, { customer, conversation }: Session, opt
     try {
       reply = await chatWithTools(request, TOOL_DEFINITIONS, {
         signal: options.signal,
-        onRetry: (info) => trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs, status: info.status }),
+        onRetry: (info) =>
+          trace.event('retry', {
+            step,
+            message: describeRetry(info),
+            wait_ms: info.waitMs,
+            status: info.status,
+          }),
       });
     } catch (error) {
       if (options.signal?.aborted) {
@@ -169,7 +225,12 @@ async function answer(question: string, { customer, conversation }: Session, opt
         await endEarly(step);
         throw error;
       }
-      trace.event('api_error', { step, message: error.message, status: error.status, kind: error.kind });
+      trace.event('api_error', {
+        step,
+        message: error.message,
+        status: error.status,
+        kind: error.kind,
+      });
       return finish(API_ERROR_ANSWER, 'api_error', step);
     }
     const ms = Date.now() - started;
@@ -185,7 +246,8 @@ async function answer(question: string, { customer, conversation }: Session, opt
     if (reply.tool_calls.length === 0) {
       const answer = reply.text.trim();
       trace.event('final_answer', { step, ms });
-      if (!answer) return finish(EMPTY_ANSWER, 'empty_answer', step, { message: reply.message, cost });
+      if (!answer)
+        return finish(EMPTY_ANSWER, 'empty_answer', step, { message: reply.message, cost });
       // Keep the provider's own message (via the neutral format): a later question replays it.
       return finish(answer, 'answered', step, { message: reply.message, cost });
     }
@@ -196,8 +258,18 @@ async function answer(question: string, { customer, conversation }: Session, opt
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context);
-      trace.event('tool_result', { step, name: call.name, result, ...(exception ? { exception } : {}) });
-      const message: Message = { role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(result) };
+      trace.event('tool_result', {
+        step,
+        name: call.name,
+        result,
+        ...(exception ? { exception } : {}),
+      });
+      const message: Message = {
+        role: 'tool',
+        tool_call_id: call.id,
+        name: call.name,
+        content: JSON.stringify(result),
+      };
       turn.push(message);
       unsaved.push({ message });
     }

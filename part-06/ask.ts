@@ -24,7 +24,10 @@ await runMain(async () => {
     },
     allowPositionals: true,
   });
-  const requested = values.conversation === undefined ? undefined : parseConversationId(values.conversation, '--conversation');
+  const requested =
+    values.conversation === undefined
+      ? undefined
+      : parseConversationId(values.conversation, '--conversation');
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
@@ -32,12 +35,17 @@ await runMain(async () => {
   ensureLogDir();
   await ensureDatabase();
   const customer = await signIn(values.customer);
-  if (!values.quiet) console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
-  const problem = describeIndexStatus(await indexStatus(), commandFor(new URL('./build-index.ts', import.meta.url)));
+  if (!values.quiet)
+    console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
+  const problem = describeIndexStatus(
+    await indexStatus(),
+    commandFor(new URL('./build-index.ts', import.meta.url)),
+  );
   if (problem && !values.quiet) console.error(dim(problem, process.stderr));
 
   let conversation = requested ? await findConversation(requested, customer.id) : undefined;
-  if (requested && !conversation) console.error(`Conversation ${requested} was not found; starting a new one.`);
+  if (requested && !conversation)
+    console.error(`Conversation ${requested} was not found; starting a new one.`);
   conversation ??= newConversation(customer.id);
 
   let result;
@@ -49,11 +57,18 @@ await runMain(async () => {
   }
   console.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
-  console.error(dim(`(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`, process.stderr));
+  console.error(
+    dim(
+      `(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`,
+      process.stderr,
+    ),
+  );
   if (result.saveError) console.error(`Not saved: ${result.saveError}`);
   else {
     const as = values.customer === undefined ? '' : ` --customer=${customer.email}`; // a conversation continues only as its customer
-    console.error(`Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id}${as} "…"`)}`);
+    console.error(
+      `Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id}${as} "…"`)}`,
+    );
   }
   // A fallback apology is still printed for the customer, but scripts should see that something failed.
   return result.outcome === 'api_error' || result.saveError ? 1 : 0;

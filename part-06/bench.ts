@@ -24,8 +24,11 @@ const SIZES = [10, 100, 1_000, 10_000];
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 await runMain(async () => {
-  const { values } = parseFlags({ options: { json: { type: 'boolean' }, runs: { type: 'string', default: '40' } } });
-  if (!/^\d+$/.test(values.runs) || Number(values.runs) < 5) throw new UsageError(`--runs must be a whole number of at least 5 (got "${values.runs}").`);
+  const { values } = parseFlags({
+    options: { json: { type: 'boolean' }, runs: { type: 'string', default: '40' } },
+  });
+  if (!/^\d+$/.test(values.runs) || Number(values.runs) < 5)
+    throw new UsageError(`--runs must be a whole number of at least 5 (got "${values.runs}").`);
   const runs = Number(values.runs);
   const log = values.json ? () => {} : (line: string) => console.error(line);
 
@@ -33,7 +36,9 @@ await runMain(async () => {
   const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
     throw explainDatabaseError(error);
   });
-  await admin.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  await admin.query(
+    `CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+  );
   log(`Working in the scratch database ${database} (dropped at the end).`);
   // Interrupted (Ctrl-C, or the reader of a pipe went away): drop the scratch database before leaving.
   const dropAndLeave = async () => {
@@ -47,8 +52,13 @@ await runMain(async () => {
   process.env.DB_NAME = database;
   try {
     await admin.query(`USE \`${database}\``);
-    for (const statement of splitSqlStatements(await readFile(path.join(HERE, 'schema.sql'), 'utf8'))) await admin.query(statement);
-    await admin.query("INSERT INTO customers (id, name, email) VALUES (1, 'Bench Customer', 'bench@example.com')");
+    for (const statement of splitSqlStatements(
+      await readFile(path.join(HERE, 'schema.sql'), 'utf8'),
+    ))
+      await admin.query(statement);
+    await admin.query(
+      "INSERT INTO customers (id, name, email) VALUES (1, 'Bench Customer', 'bench@example.com')",
+    );
 
     const sizes = [];
     for (const turns of SIZES) {
@@ -60,8 +70,15 @@ await runMain(async () => {
       // Warm up the connection pool and MySQL's buffer pool before measuring.
       for (let i = 0; i < 3; i++) await loadContext(id);
       const load = await timeRuns(runs, () => loadContext(id));
-      const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () => buildContext(await loadMessages(id)));
-      const save = await timeRuns(runs, () => saveMessages(conversation, realisticTurn(turns).map((message) => ({ message }))));
+      const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () =>
+        buildContext(await loadMessages(id)),
+      );
+      const save = await timeRuns(runs, () =>
+        saveMessages(
+          conversation,
+          realisticTurn(turns).map((message) => ({ message })),
+        ),
+      );
       sizes.push({
         turns,
         load_ms_median: round(percentile(load, 50)),
@@ -83,7 +100,11 @@ await runMain(async () => {
       history.push(...realisticTurn(t));
     }
 
-    const report = { sizes, chars_per_request: charsPerRequest, chars_full_history: charsFullHistory };
+    const report = {
+      sizes,
+      chars_per_request: charsPerRequest,
+      chars_full_history: charsFullHistory,
+    };
     if (values.json) console.log(JSON.stringify(report));
     else printTable(report, runs);
   } finally {
@@ -103,22 +124,41 @@ function realisticTurn(t: number): StoredMessage[] {
     {
       role: 'assistant',
       content: '',
-      tool_calls: [{ id: callId, name: 'check_refund_eligibility', arguments: { order_id: orderId } }],
+      tool_calls: [
+        { id: callId, name: 'check_refund_eligibility', arguments: { order_id: orderId } },
+      ],
       provider_raw: {
         provider: 'gemini',
-        message: { role: 'model', parts: [{ functionCall: { name: 'check_refund_eligibility', args: { order_id: orderId } }, thoughtSignature: signature }] },
+        message: {
+          role: 'model',
+          parts: [
+            {
+              functionCall: { name: 'check_refund_eligibility', args: { order_id: orderId } },
+              thoughtSignature: signature,
+            },
+          ],
+        },
       },
     },
     {
       role: 'tool',
       tool_call_id: callId,
       name: 'check_refund_eligibility',
-      content: JSON.stringify({ order_id: orderId, status: 'delivered', days_since_purchase: 20, eligible: false, reason: 'Paid 20 days ago, outside the 14-day refund window.' }),
+      content: JSON.stringify({
+        order_id: orderId,
+        status: 'delivered',
+        days_since_purchase: 20,
+        eligible: false,
+        reason: 'Paid 20 days ago, outside the 14-day refund window.',
+      }),
     },
     {
       role: 'assistant',
       content: `I'm sorry, order ${orderId} is outside the 14-day refund window: it was paid 20 days ago. If the item is faulty, the 12-month warranty may still cover a repair. Shall I open a warranty ticket?`,
-      provider_raw: { provider: 'gemini', message: { role: 'model', parts: [{ text: 'I am sorry…', thoughtSignature: signature }] } },
+      provider_raw: {
+        provider: 'gemini',
+        message: { role: 'model', parts: [{ text: 'I am sorry…', thoughtSignature: signature }] },
+      },
     },
   ];
 }
@@ -158,7 +198,14 @@ function round(ms: number): number {
   return Math.round(ms * 100) / 100;
 }
 
-function printTable(report: { sizes: Array<Record<string, number>>; chars_per_request: number[]; chars_full_history: number[] }, runs: number) {
+function printTable(
+  report: {
+    sizes: Array<Record<string, number>>;
+    chars_per_request: number[];
+    chars_full_history: number[];
+  },
+  runs: number,
+) {
   console.log(`Memory cost per question (${runs} runs each; ms)`);
   console.log('   turns   load+build median   p95   save median   full load+build median');
   for (const s of report.sizes) {
@@ -166,12 +213,16 @@ function printTable(report: { sizes: Array<Record<string, number>>; chars_per_re
       `${String(s.turns).padStart(8)}   ${String(s.load_ms_median).padStart(17)}   ${String(s.load_ms_p95).padStart(5)}   ${String(s.save_ms_median).padStart(11)}   ${String(s.full_load_ms_median).padStart(22)}`,
     );
   }
-  console.log(`\nCharacters sent per request over a 30-turn conversation (budget MEMORY_MAX_CHARS = ${MEMORY_MAX_CHARS}; ~4 chars per token)`);
+  console.log(
+    `\nCharacters sent per request over a 30-turn conversation (budget MEMORY_MAX_CHARS = ${MEMORY_MAX_CHARS}; ~4 chars per token)`,
+  );
   console.log('   turn   with buildContext   full history');
   report.chars_per_request.forEach((chars, i) => {
     if (i % 5 === 4 || i === 0) {
       const full = report.chars_full_history[i];
-      console.log(`${String(i + 1).padStart(7)}   ${`${chars} (~${Math.round(chars / 4)} tok)`.padStart(17)}   ${`${full} (~${Math.round(full / 4)} tok)`.padStart(12)}`);
+      console.log(
+        `${String(i + 1).padStart(7)}   ${`${chars} (~${Math.round(chars / 4)} tok)`.padStart(17)}   ${`${full} (~${Math.round(full / 4)} tok)`.padStart(12)}`,
+      );
     }
   });
 }

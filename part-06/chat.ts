@@ -8,7 +8,12 @@ import { ProviderError } from '../shared/llm/index.ts';
 import { printable } from '../shared/text.ts';
 import { QuestionTooLong, runAgent, TurnCancelled, type Session } from './agent.ts';
 import { buildIndex, describeIndexStatus, indexStatus } from './embedding-index.ts';
-import { ConversationDeleted, findConversation, newConversation, parseConversationId } from './memory.ts';
+import {
+  ConversationDeleted,
+  findConversation,
+  newConversation,
+  parseConversationId,
+} from './memory.ts';
 import { progressBar } from './progress-bar.ts';
 import { describeCustomer, signIn } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
@@ -28,7 +33,8 @@ await runMain(async () => {
       customer: { type: 'string' },
     },
   });
-  const resume = values.resume === undefined ? undefined : parseConversationId(values.resume, '--resume');
+  const resume =
+    values.resume === undefined ? undefined : parseConversationId(values.resume, '--resume');
   // Settings first: a missing key or a bad LOG_DIR is said before anything is created or asked.
   llmSettings();
   ensureLogDir();
@@ -45,7 +51,9 @@ await runMain(async () => {
   }
   const session: Session = { customer, conversation };
   // One line reader for the whole chat: on a terminal, two in turn would both see the same keystrokes.
-  const rl = process.stdin.isTTY ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' }) : undefined;
+  const rl = process.stdin.isTTY
+    ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' })
+    : undefined;
   await checkSearchIndex(rl);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
 
@@ -53,11 +61,19 @@ await runMain(async () => {
   // Nothing is stored until the first answer, so only then is there something to resume; and only by
   // the same customer, so a --customer given now belongs in the command too.
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  console.log(session.conversation.saved ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}${as}`)}` : 'Bye!');
+  console.log(
+    session.conversation.saved
+      ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}${as}`)}`
+      : 'Bye!',
+  );
 }, USAGE);
 
 /** The chat itself: `rl` reads a terminal; without one (piped input) lines are read straight from stdin. */
-async function chatLoop(session: Session, quiet: boolean, rl: readline.Interface | undefined): Promise<void> {
+async function chatLoop(
+  session: Session,
+  quiet: boolean,
+  rl: readline.Interface | undefined,
+): Promise<void> {
   const interactive = rl !== undefined;
   const lines = rl ?? pipedLines(process.stdin);
   const prompt = () => (rl ? rl.prompt() : process.stdout.write('You: '));
@@ -108,7 +124,12 @@ async function chatLoop(session: Session, quiet: boolean, rl: readline.Interface
 }
 
 /** One question. Whatever goes wrong with it is said in one line and the chat goes on, except a setup problem. */
-async function ask(question: string, session: Session, quiet: boolean, signal: AbortSignal): Promise<void> {
+async function ask(
+  question: string,
+  session: Session,
+  quiet: boolean,
+  signal: AbortSignal,
+): Promise<void> {
   try {
     const result = await runAgent(question, session, { quiet, signal });
     console.log(`Nimbus: ${printable(result.answer)}\n`);
@@ -121,7 +142,8 @@ async function ask(question: string, session: Session, quiet: boolean, signal: A
     }
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
     // ConversationBusy is a DatabaseError too: another window is answering in this conversation.
-    else if (error instanceof QuestionTooLong || error instanceof DatabaseError) console.error(`${error.message}\n`);
+    else if (error instanceof QuestionTooLong || error instanceof DatabaseError)
+      console.error(`${error.message}\n`);
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
   }
@@ -168,12 +190,18 @@ async function checkSearchIndex(rl: readline.Interface | undefined): Promise<voi
     });
     if (!/^y(es)?$/i.test(answer.trim())) return void (controller.signal.aborted && console.log());
     const bar = progressBar('Embedding the help center:');
-    await buildIndex({ onProgress: (progress) => progress.total > 0 && bar(progress), signal: controller.signal });
-    if (controller.signal.aborted) console.log(`\nStopped; what is embedded so far is kept. Finish later with: ${command}`);
+    await buildIndex({
+      onProgress: (progress) => progress.total > 0 && bar(progress),
+      signal: controller.signal,
+    });
+    if (controller.signal.aborted)
+      console.log(`\nStopped; what is embedded so far is kept. Finish later with: ${command}`);
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error;
     const why = error.kind === 'aborted' ? 'stopped' : error.message;
-    console.log(`\nThe index is not finished (${why}); what is embedded so far is kept. Finish later with: ${command}`);
+    console.log(
+      `\nThe index is not finished (${why}); what is embedded so far is kept. Finish later with: ${command}`,
+    );
   } finally {
     rl.off('SIGINT', onInterrupt);
   }

@@ -27,7 +27,9 @@ export function parseArticle(markdown: string): Article {
     if (line.startsWith('## ')) sections.push({ heading: line.slice(3).trim(), lines: [] });
     else sections.at(-1)!.lines.push(line);
   }
-  const chunks = sections.flatMap((section) => chunkSection(section.heading, section.lines.join('\n')));
+  const chunks = sections.flatMap((section) =>
+    chunkSection(section.heading, section.lines.join('\n')),
+  );
   return { title, chunks };
 }
 
@@ -38,7 +40,9 @@ function chunkSection(heading: string, body: string): string[] {
     .split(/\n\s*\n/)
     .map((paragraph) => paragraph.trim())
     .filter(Boolean)
-    .flatMap((paragraph) => (paragraph.length <= budget ? [paragraph] : splitLongText(paragraph, budget)));
+    .flatMap((paragraph) =>
+      paragraph.length <= budget ? [paragraph] : splitLongText(paragraph, budget),
+    );
 
   const chunks: string[] = [];
   let current = '';
@@ -51,7 +55,8 @@ function chunkSection(heading: string, body: string): string[] {
     chunks.push(current);
     // Start the next chunk with the end of this one, if it fits beside the new piece.
     const overlap = tail(current, OVERLAP_CHARS);
-    current = overlap && overlap.length + 2 + piece.length <= budget ? `${overlap}\n\n${piece}` : piece;
+    current =
+      overlap && overlap.length + 2 + piece.length <= budget ? `${overlap}\n\n${piece}` : piece;
   }
   if (current) chunks.push(current);
   return chunks.map((chunk) => prefix + chunk);
@@ -62,7 +67,9 @@ function splitLongText(text: string, budget: number): string[] {
   const sentences = text.match(/[^.!?]+[.!?]+(\s+|$)|[^.!?]+$/g) ?? [text];
   const parts: string[] = [];
   let current = '';
-  for (const sentence of sentences.flatMap((s) => (s.length <= budget ? [s] : splitWords(s, budget)))) {
+  for (const sentence of sentences.flatMap((s) =>
+    s.length <= budget ? [s] : splitWords(s, budget),
+  )) {
     if ((current + sentence).trim().length > budget) {
       parts.push(current.trim());
       current = '';

@@ -72,7 +72,9 @@ export function splitIntoTurns(messages: Message[]): Turn[] {
 /** The question and the last real answer, as plain text: no tool calls, no results, no provider_raw. */
 export function compactTurn(turn: Turn): Turn {
   const question = turn[0]?.role === 'user' ? [turn[0]] : [];
-  const answer = turn.findLast((m): m is AssistantMessage => m.role === 'assistant' && m.content.trim() !== '');
+  const answer = turn.findLast(
+    (m): m is AssistantMessage => m.role === 'assistant' && m.content.trim() !== '',
+  );
   return answer ? [...question, { role: 'assistant', content: answer.content }] : question;
 }
 
@@ -90,7 +92,13 @@ export function buildContext(messages: Message[], budget: MemoryBudget = memoryB
 
   const plan = turns.map((turn, i): TurnInContext => {
     const fate: Fate = i < first ? 'dropped' : shaped[i] === turn ? 'full' : 'compacted';
-    return { fate, turn, sent: fate === 'dropped' ? [] : shaped[i], storedChars: size(turn), sentChars: fate === 'dropped' ? 0 : sizes[i] };
+    return {
+      fate,
+      turn,
+      sent: fate === 'dropped' ? [] : shaped[i],
+      storedChars: size(turn),
+      sentChars: fate === 'dropped' ? 0 : sizes[i],
+    };
   });
   return {
     messages: plan.flatMap((t) => t.sent),

@@ -7,7 +7,9 @@ import type { ConversationSummary, FullRow } from './memory.ts';
 import type { History } from './stored-history.ts';
 
 /** Recent conversations, newest first, one line each, with whose they are. */
-export function listView(conversations: Array<ConversationSummary & { first_question: string | null }>): string[] {
+export function listView(
+  conversations: Array<ConversationSummary & { first_question: string | null }>,
+): string[] {
   return [
     'Recent conversations (newest first):',
     ...conversations.map((c) => {
@@ -18,7 +20,11 @@ export function listView(conversations: Array<ConversationSummary & { first_ques
 }
 
 /** Every stored row in order, grouped into turns, with what each turn's model calls cost. */
-export function turnsView(conversation: ConversationSummary & { customer_name: string }, rows: FullRow[], history: History): string[] {
+export function turnsView(
+  conversation: ConversationSummary & { customer_name: string },
+  rows: FullRow[],
+  history: History,
+): string[] {
   const lines: string[] = [];
   const print = (line: string) => lines.push(line);
   print(
@@ -32,7 +38,12 @@ export function turnsView(conversation: ConversationSummary & { customer_name: s
   let turnNumber = 0;
   let turnCost = { in: 0, out: 0, calls: 0 };
   const endTurn = () => {
-    if (turnNumber > 0 && turnCost.calls) print(dim(`    ${count(turnCost.calls, 'model call')}: ${n(turnCost.in)} input + ${n(turnCost.out)} output tokens`));
+    if (turnNumber > 0 && turnCost.calls)
+      print(
+        dim(
+          `    ${count(turnCost.calls, 'model call')}: ${n(turnCost.in)} input + ${n(turnCost.out)} output tokens`,
+        ),
+      );
   };
   // Rows and kept messages are both in id order: one cursor walks the rows, showing the damaged ones in place.
   let cursor = 0;
@@ -41,7 +52,9 @@ export function turnsView(conversation: ConversationSummary & { customer_name: s
       const row = rows[cursor];
       if (!damaged.has(row.id)) continue;
       const raw = typeof row.data === 'string' ? row.data : JSON.stringify(row.data);
-      print(`  #${row.id} [left out: ${damaged.get(row.id)}] ${row.role}: ${printable(shorten(raw, 120), { singleLine: true })}`);
+      print(
+        `  #${row.id} [left out: ${damaged.get(row.id)}] ${row.role}: ${printable(shorten(raw, 120), { singleLine: true })}`,
+      );
     }
   };
 
@@ -54,12 +67,21 @@ export function turnsView(conversation: ConversationSummary & { customer_name: s
       turnCost = { in: 0, out: 0, calls: 0 };
       print(`Turn ${turnNumber}`);
     }
-    if (id === undefined) return void print(dim(`  (not stored) ${describeMessage(message)} — added when sent, because the answer never came`));
+    if (id === undefined)
+      return void print(
+        dim(
+          `  (not stored) ${describeMessage(message)} — added when sent, because the answer never came`,
+        ),
+      );
     const row = byId.get(id)!;
     const note = row.storage_note ? dim(` [stored with changes: ${row.storage_note}]`) : '';
     print(`  #${id} ${describeMessage(message)}${note}`);
     if (row.input_tokens !== null) {
-      turnCost = { in: turnCost.in + row.input_tokens, out: turnCost.out + (row.output_tokens ?? 0), calls: turnCost.calls + 1 };
+      turnCost = {
+        in: turnCost.in + row.input_tokens,
+        out: turnCost.out + (row.output_tokens ?? 0),
+        calls: turnCost.calls + 1,
+      };
       total.in += row.input_tokens;
       total.out += row.output_tokens ?? 0;
       total.calls++;
@@ -67,21 +89,33 @@ export function turnsView(conversation: ConversationSummary & { customer_name: s
   });
   showDamagedBefore(Number.MAX_SAFE_INTEGER);
   endTurn();
-  print(`Tokens: ${n(total.in)} input + ${n(total.out)} output over ${count(total.calls, 'model call')}.`);
+  print(
+    `Tokens: ${n(total.in)} input + ${n(total.out)} output over ${count(total.calls, 'model call')}.`,
+  );
   return lines;
 }
 
 /** The turn-by-turn view of buildContext: each turn's fate and size, the budget, then the exact messages. */
-export function contextView(id: string, context: Context, budget: MemoryBudget, rows: FullRow[]): string[] {
+export function contextView(
+  id: string,
+  context: Context,
+  budget: MemoryBudget,
+  rows: FullRow[],
+): string[] {
   const lines: string[] = [];
   const print = (line: string) => lines.push(line);
   print(`Context for the next question in conversation ${id}`);
-  print(`(budget ${n(budget.maxChars)} chars, the last ${count(budget.recentTurns, 'turn')} full):\n`);
+  print(
+    `(budget ${n(budget.maxChars)} chars, the last ${count(budget.recentTurns, 'turn')} full):\n`,
+  );
   print('  turn  fate         stored     sent    total  question');
   let total = 1; // the budget's measure starts with the "[" of the JSON array
   context.turns.forEach((turn, i) => {
     if (turn.fate !== 'dropped') total += turn.sentChars;
-    const question = turn.turn[0]?.role === 'user' ? turn.turn[0].content : '(no question: messages before the first one)';
+    const question =
+      turn.turn[0]?.role === 'user'
+        ? turn.turn[0].content
+        : '(no question: messages before the first one)';
     const line =
       `  ${String(i + 1).padStart(4)}  ${turn.fate.padEnd(10)} ${n(turn.storedChars).padStart(7)}  ${n(turn.sentChars).padStart(7)}  ` +
       `${(turn.fate === 'dropped' ? '—' : n(total)).padStart(7)}  ${printable(shorten(oneLine(question), 50), { singleLine: true })}`;
@@ -103,14 +137,20 @@ export function contextView(id: string, context: Context, budget: MemoryBudget, 
         `${ratio.toFixed(1)} chars per token (message #${last.id}).`,
     );
   }
-  print(dim('The system prompt and the tool definitions are added on top, fresh with every request.'));
+  print(
+    dim('The system prompt and the tool definitions are added on top, fresh with every request.'),
+  );
   print('\nMessages sent with the next question:');
   for (const message of context.messages) print(`  ${describeMessage(message)}`);
   return lines;
 }
 
 /** The whole stored conversation as one object: for a customer's data request or a bug report. */
-export function exportConversation(conversation: ConversationSummary & { customer_name: string }, rows: FullRow[], history: History) {
+export function exportConversation(
+  conversation: ConversationSummary & { customer_name: string },
+  rows: FullRow[],
+  history: History,
+) {
   const damaged = new Map(history.damaged.map((d) => [d.id, d.reason]));
   return {
     id: conversation.id,
@@ -144,12 +184,17 @@ function parseIfText(data: unknown): unknown {
 /** One line per message: `user: …`, `assistant: (requested tools) …`, `tool: name → {json}`, made safe for a terminal. */
 export function describeMessage(message: Message): string {
   const safe = (text: string) => printable(oneLine(text), { singleLine: true });
-  if (message.role === 'tool') return `tool: ${message.name} → ${safe(shorten(message.content, 120))}`;
+  if (message.role === 'tool')
+    return `tool: ${message.name} → ${safe(shorten(message.content, 120))}`;
   if (message.role !== 'assistant') return `${message.role}: ${safe(message.content)}`;
   const by = message.provider_raw ? ` [${message.provider_raw.provider}]` : '';
-  const calls = message.tool_calls?.map((call) => `${call.name}(${JSON.stringify(call.arguments)})`).join(', ');
+  const calls = message.tool_calls
+    ?.map((call) => `${call.name}(${JSON.stringify(call.arguments)})`)
+    .join(', ');
   const text = message.content ? ` ${message.content}` : '';
-  return calls ? `assistant${by}: (requested tools) ${safe(calls + text)}` : `assistant${by}:${safe(text)}`;
+  return calls
+    ? `assistant${by}: (requested tools) ${safe(calls + text)}`
+    : `assistant${by}:${safe(text)}`;
 }
 
 function n(value: number): string {

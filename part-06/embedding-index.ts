@@ -22,13 +22,20 @@ export interface IndexStatus {
 /** How much of the help center the current model has indexed: each chunk records the model of its vector. */
 export async function indexStatus(): Promise<IndexStatus> {
   const model = embeddingModel();
-  const [row] = await query<Array<{ total: number; indexed: number | null; other_model: string | null }>>(
+  const [row] = await query<
+    Array<{ total: number; indexed: number | null; other_model: string | null }>
+  >(
     `SELECT COUNT(*) AS total, SUM(embedding_model <=> ?) AS indexed,
             MAX(CASE WHEN NOT (embedding_model <=> ?) THEN embedding_model END) AS other_model
        FROM help_chunks`,
     [model ?? null, model ?? null],
   );
-  return { model, total: row.total, indexed: Number(row.indexed ?? 0), otherModel: row.other_model ?? undefined };
+  return {
+    model,
+    total: row.total,
+    indexed: Number(row.indexed ?? 0),
+    otherModel: row.other_model ?? undefined,
+  };
 }
 
 /** What is wrong with the index, as one sentence ending with the command that fixes it; undefined when nothing is. */
@@ -37,7 +44,8 @@ export function describeIndexStatus(status: IndexStatus, fix: string): string | 
   if (status.indexed === 0 && status.otherModel) {
     return `The help-center index was built with ${status.otherModel}, not ${status.model}, so search uses keywords until you rebuild it: ${fix}`;
   }
-  if (status.indexed === 0) return `The help-center search index is not built yet, so search uses keywords until you build it: ${fix}`;
+  if (status.indexed === 0)
+    return `The help-center search index is not built yet, so search uses keywords until you build it: ${fix}`;
   return `${status.total - status.indexed} of ${status.total} help-center passages are not indexed with ${status.model} yet, so search cannot find them by meaning. Finish the index: ${fix}`;
 }
 
@@ -56,7 +64,10 @@ export async function buildIndex(options: IndexOptions = {}): Promise<Progress> 
   const model = embeddingModel();
   if (!model) throw new Error('No embedding model is configured.');
   const batchSize = options.batchSize ?? BATCH_SIZE;
-  const [count] = await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM help_chunks c WHERE ${NEEDS_EMBEDDING}`, [model]);
+  const [count] = await query<Array<{ n: number }>>(
+    `SELECT COUNT(*) AS n FROM help_chunks c WHERE ${NEEDS_EMBEDDING}`,
+    [model],
+  );
   const progress = { done: 0, total: count.n };
   options.onProgress?.(progress);
 
@@ -76,12 +87,10 @@ export async function buildIndex(options: IndexOptions = {}): Promise<Progress> 
     await withTransaction(async (db) => {
       for (const [i, chunk] of batch.entries()) {
         const vector = normalise(vectors[i]);
-        await db.query('UPDATE help_chunks SET embedding = ?, embedding_model = ?, dimensions = ? WHERE id = ?', [
-          toBlob(vector),
-          model,
-          vector.length,
-          chunk.id,
-        ]);
+        await db.query(
+          'UPDATE help_chunks SET embedding = ?, embedding_model = ?, dimensions = ? WHERE id = ?',
+          [toBlob(vector), model, vector.length, chunk.id],
+        );
       }
     });
     progress.done += batch.length;

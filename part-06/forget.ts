@@ -15,10 +15,16 @@ operator's tool: it acts on any customer's conversations. A question being answe
 conversation is waited for, at most 30 s.`;
 
 await runMain(async () => {
-  const { values, positionals } = parseFlags({ options: { customer: { type: 'string' } }, allowPositionals: true });
-  if (values.customer !== undefined && positionals.length) throw new UsageError('Give a conversation id or --customer, not both.');
-  if (values.customer === undefined && positionals.length !== 1) throw new UsageError('Give exactly one conversation id, or --customer=<email>.');
-  const id = values.customer === undefined ? parseConversationId(positionals[0], 'forget') : undefined;
+  const { values, positionals } = parseFlags({
+    options: { customer: { type: 'string' } },
+    allowPositionals: true,
+  });
+  if (values.customer !== undefined && positionals.length)
+    throw new UsageError('Give a conversation id or --customer, not both.');
+  if (values.customer === undefined && positionals.length !== 1)
+    throw new UsageError('Give exactly one conversation id, or --customer=<email>.');
+  const id =
+    values.customer === undefined ? parseConversationId(positionals[0], 'forget') : undefined;
   await checkDatabase();
 
   if (id) {
@@ -31,10 +37,14 @@ await runMain(async () => {
   const removed = await forgetCustomer(customer.id);
   for (const r of removed) report(r);
   const messages = removed.reduce((sum, r) => sum + r.messages, 0);
-  console.log(`Deleted ${removed.length} conversation${removed.length === 1 ? '' : 's'} (${messages} message${messages === 1 ? '' : 's'}) of ${customer.email}.`);
+  console.log(
+    `Deleted ${removed.length} conversation${removed.length === 1 ? '' : 's'} (${messages} message${messages === 1 ? '' : 's'}) of ${customer.email}.`,
+  );
 }, USAGE);
 
 function report(removed: Removed): void {
   const trace = removed.traceFile ? ` and its trace file ${displayPath(removed.traceFile)}` : '';
-  console.log(`Deleted conversation ${removed.conversationId}: ${removed.messages} message${removed.messages === 1 ? '' : 's'}${trace}.`);
+  console.log(
+    `Deleted conversation ${removed.conversationId}: ${removed.messages} message${removed.messages === 1 ? '' : 's'}${trace}.`,
+  );
 }

@@ -23,7 +23,10 @@ export function describeIngest(report: IngestReport): string[] {
     `Help center: ${report.added.length} added, ${report.changed.length} changed, ${report.removed.length} removed, ` +
       `${report.unchanged} unchanged; ${report.chunks} chunks in the database.`,
   ];
-  for (const [label, slugs] of [['changed', report.changed], ['removed', report.removed]] as const) {
+  for (const [label, slugs] of [
+    ['changed', report.changed],
+    ['removed', report.removed],
+  ] as const) {
     if (slugs.length) lines.push(`  ${label}: ${slugs.join(', ')}`);
   }
   return lines;
@@ -35,9 +38,11 @@ export async function ingestArticles(dir: string = HELP_CENTER_DIR): Promise<Ing
   const report: IngestReport = { added: [], changed: [], unchanged: 0, removed: [], chunks: 0 };
   const files = (await readdir(dir)).filter((file) => file.endsWith('.md')).sort();
   const known = new Map(
-    (await query<Array<{ id: number; slug: string; content_hash: string }>>('SELECT id, slug, content_hash FROM help_articles')).map(
-      (row) => [row.slug, row],
-    ),
+    (
+      await query<Array<{ id: number; slug: string; content_hash: string }>>(
+        'SELECT id, slug, content_hash FROM help_articles',
+      )
+    ).map((row) => [row.slug, row]),
   );
 
   for (const file of files) {
@@ -70,17 +75,41 @@ export async function ingestArticles(dir: string = HELP_CENTER_DIR): Promise<Ing
  * text is unchanged keeps its embedding (matched by content hash), so editing one paragraph re-embeds
  * one chunk, not the whole article.
  */
-async function saveArticle(slug: string, hash: string, title: string, chunks: string[], articleId?: number): Promise<void> {
+async function saveArticle(
+  slug: string,
+  hash: string,
+  title: string,
+  chunks: string[],
+  articleId?: number,
+): Promise<void> {
   await withTransaction(async (db) => {
     let id = articleId;
-    const previous = new Map<string, { embedding: Buffer | null; embedding_model: string | null; dimensions: number | null }>();
+    const previous = new Map<
+      string,
+      { embedding: Buffer | null; embedding_model: string | null; dimensions: number | null }
+    >();
     if (id === undefined) {
-      const [inserted] = await db.query('INSERT INTO help_articles (slug, title, content_hash) VALUES (?, ?, ?)', [slug, title, hash]);
+      const [inserted] = await db.query(
+        'INSERT INTO help_articles (slug, title, content_hash) VALUES (?, ?, ?)',
+        [slug, title, hash],
+      );
       id = (inserted as { insertId: number }).insertId;
     } else {
-      await db.query('UPDATE help_articles SET title = ?, content_hash = ? WHERE id = ?', [title, hash, id]);
-      const [rows] = await db.query('SELECT content_hash, embedding, embedding_model, dimensions FROM help_chunks WHERE article_id = ?', [id]);
-      for (const row of rows as Array<{ content_hash: string; embedding: Buffer | null; embedding_model: string | null; dimensions: number | null }>) {
+      await db.query('UPDATE help_articles SET title = ?, content_hash = ? WHERE id = ?', [
+        title,
+        hash,
+        id,
+      ]);
+      const [rows] = await db.query(
+        'SELECT content_hash, embedding, embedding_model, dimensions FROM help_chunks WHERE article_id = ?',
+        [id],
+      );
+      for (const row of rows as Array<{
+        content_hash: string;
+        embedding: Buffer | null;
+        embedding_model: string | null;
+        dimensions: number | null;
+      }>) {
         previous.set(row.content_hash, row);
       }
       await db.query('DELETE FROM help_chunks WHERE article_id = ?', [id]);
@@ -91,7 +120,15 @@ async function saveArticle(slug: string, hash: string, title: string, chunks: st
       await db.query(
         `INSERT INTO help_chunks (article_id, position, text, content_hash, embedding, embedding_model, dimensions)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        [id, position, text, contentHash, kept?.embedding ?? null, kept?.embedding_model ?? null, kept?.dimensions ?? null],
+        [
+          id,
+          position,
+          text,
+          contentHash,
+          kept?.embedding ?? null,
+          kept?.embedding_model ?? null,
+          kept?.dimensions ?? null,
+        ],
       );
     }
   });

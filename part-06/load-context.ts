@@ -5,7 +5,13 @@
 // by reading the newest rows first, a batch at a time, collecting whole turns, and stopping as soon as
 // the turns collected fill the budget: buildContext would drop every older turn anyway.
 import type { Message } from '../shared/llm/index.ts';
-import { BudgetMeter, buildContext, memoryBudget, type Context, type MemoryBudget } from './context.ts';
+import {
+  BudgetMeter,
+  buildContext,
+  memoryBudget,
+  type Context,
+  type MemoryBudget,
+} from './context.ts';
 import { loadRowsBefore, warnDamaged } from './memory.ts';
 import { readHistory, type Damage, type StoredRow } from './stored-history.ts';
 
@@ -17,7 +23,11 @@ export interface LoadedContext extends Context {
   readAll: boolean;
 }
 
-export async function loadContext(conversationId: string, budget: MemoryBudget = memoryBudget(), onDamaged = warnDamaged): Promise<LoadedContext> {
+export async function loadContext(
+  conversationId: string,
+  budget: MemoryBudget = memoryBudget(),
+  onDamaged = warnDamaged,
+): Promise<LoadedContext> {
   const turns: Message[][] = []; // complete turns, newest first
   const meter = new BudgetMeter(budget);
   const damaged: Damage[] = [];

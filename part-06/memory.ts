@@ -30,14 +30,22 @@ export function newConversation(customerId: number): Conversation {
 /** Checks an id typed by a user (--resume=, --conversation=, ...) before it goes anywhere near the database. */
 export function parseConversationId(value: string, where: string): string {
   if (!/^[0-9a-f]{32}$/.test(value)) {
-    throw new UsageError(`${where} needs a conversation id: 32 lowercase hex characters (got "${printable(value, { singleLine: true })}").`);
+    throw new UsageError(
+      `${where} needs a conversation id: 32 lowercase hex characters (got "${printable(value, { singleLine: true })}").`,
+    );
   }
   return value;
 }
 
 /** The customer's own conversation with this id. Another customer's is "not found", exactly like a missing one. */
-export async function findConversation(id: string, customerId: number): Promise<Conversation | undefined> {
-  const rows = await query<unknown[]>('SELECT 1 FROM conversations WHERE id = ? AND customer_id = ?', [id, customerId]);
+export async function findConversation(
+  id: string,
+  customerId: number,
+): Promise<Conversation | undefined> {
+  const rows = await query<unknown[]>(
+    'SELECT 1 FROM conversations WHERE id = ? AND customer_id = ?',
+    [id, customerId],
+  );
   return rows.length ? { id, customerId, saved: true } : undefined;
 }
 
@@ -52,7 +60,9 @@ export class ConversationDeleted extends DatabaseError {
 /** Throws ConversationDeleted if a conversation that was saved before is gone now. */
 export async function checkNotDeleted(conversation: Conversation): Promise<void> {
   if (!conversation.saved) return;
-  const rows = await query<unknown[]>('SELECT 1 FROM conversations WHERE id = ?', [conversation.id]);
+  const rows = await query<unknown[]>('SELECT 1 FROM conversations WHERE id = ?', [
+    conversation.id,
+  ]);
   if (rows.length === 0) throw new ConversationDeleted(conversation.id);
 }
 
@@ -63,7 +73,9 @@ export async function checkNotDeleted(conversation: Conversation): Promise<void>
 export class ConversationBusy extends DatabaseError {
   override name = 'ConversationBusy';
   constructor(conversationId: string, seconds: number) {
-    super(`Conversation ${conversationId} has been busy answering a question elsewhere for ${seconds} s; ask again when it has finished.`);
+    super(
+      `Conversation ${conversationId} has been busy answering a question elsewhere for ${seconds} s; ask again when it has finished.`,
+    );
   }
 }
 
@@ -82,7 +94,12 @@ export async function withConversationLock<T>(
 ): Promise<T> {
   const waitSeconds = options.waitSeconds ?? CONVERSATION_WAIT_SECONDS;
   try {
-    return await withNamedLock(`nimbus-conversation:${conversationId}`, waitSeconds, fn, options.signal);
+    return await withNamedLock(
+      `nimbus-conversation:${conversationId}`,
+      waitSeconds,
+      fn,
+      options.signal,
+    );
   } catch (error) {
     if (error instanceof LockBusy) throw new ConversationBusy(conversationId, waitSeconds);
     throw error;
@@ -111,19 +128,37 @@ export interface MessageToSave {
  * row; later ones bump updated_at and notice if the conversation was deleted in the meantime.
  * Ctrl-C (`signal`) rolls the save back.
  */
-export async function saveMessages(conversation: Conversation, messages: MessageToSave[], signal?: AbortSignal): Promise<void> {
+export async function saveMessages(
+  conversation: Conversation,
+  messages: MessageToSave[],
+  signal?: AbortSignal,
+): Promise<void> {
   if (messages.length === 0) return;
   // Each message is made storable first (see storable.ts); what had to change is kept in storage_note.
   const rows = messages.map(({ message, cost }) => {
     const { message: stored, note } = storable(message);
-    return [conversation.id, stored.role, JSON.stringify(stored), cost?.input_tokens ?? null, cost?.output_tokens ?? null, cost?.request_chars ?? null, note ?? null];
+    return [
+      conversation.id,
+      stored.role,
+      JSON.stringify(stored),
+      cost?.input_tokens ?? null,
+      cost?.output_tokens ?? null,
+      cost?.request_chars ?? null,
+      note ?? null,
+    ];
   });
   await withTransaction(async (db) => {
     if (conversation.saved) {
-      const [update] = await db.query<ResultSetHeader>('UPDATE conversations SET updated_at = NOW(3) WHERE id = ?', [conversation.id]);
+      const [update] = await db.query<ResultSetHeader>(
+        'UPDATE conversations SET updated_at = NOW(3) WHERE id = ?',
+        [conversation.id],
+      );
       if (update.affectedRows === 0) throw new ConversationDeleted(conversation.id);
     } else {
-      await db.query('INSERT INTO conversations (id, customer_id) VALUES (?, ?)', [conversation.id, conversation.customerId]);
+      await db.query('INSERT INTO conversations (id, customer_id) VALUES (?, ?)', [
+        conversation.id,
+        conversation.customerId,
+      ]);
     }
     // `VALUES ?` with an array of rows becomes one INSERT of all rows: one round trip.
     await db.query(
@@ -138,7 +173,10 @@ export async function saveMessages(conversation: Conversation, messages: Message
 // Loading
 
 /** Every message of the conversation, in order, damaged rows left out (and reported). */
-export async function loadMessages(conversationId: string, onDamaged = warnDamaged): Promise<Message[]> {
+export async function loadMessages(
+  conversationId: string,
+  onDamaged = warnDamaged,
+): Promise<Message[]> {
   const history = readHistory(await loadRows(conversationId));
   if (history.damaged.length) onDamaged(conversationId, history.damaged);
   return history.messages;
@@ -168,18 +206,26 @@ export async function loadHistory(conversationId: string): Promise<History> {
 }
 
 /** Up to `limit` rows older than row `beforeId`, newest first: how load-context.ts reads backwards. */
-export async function loadRowsBefore(conversationId: string, beforeId: number, limit: number): Promise<StoredRow[]> {
-  return query<StoredRow[]>('SELECT id, role, data FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?', [
-    conversationId,
-    beforeId,
-    limit,
-  ]);
+export async function loadRowsBefore(
+  conversationId: string,
+  beforeId: number,
+  limit: number,
+): Promise<StoredRow[]> {
+  return query<StoredRow[]>(
+    'SELECT id, role, data FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+    [conversationId, beforeId, limit],
+  );
 }
 
 /** Says which stored messages were left out and why; they stay in the database for a person to inspect. */
 export function warnDamaged(conversationId: string, damaged: Damage[]): void {
   const list = damaged.map((d) => `#${d.id} (${d.reason})`).join(', ');
-  console.error(dim(`warning: conversation ${conversationId}: left out damaged messages ${list}`, process.stderr));
+  console.error(
+    dim(
+      `warning: conversation ${conversationId}: left out damaged messages ${list}`,
+      process.stderr,
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -196,7 +242,9 @@ export interface ConversationSummary {
   messages: number;
 }
 
-export async function listConversations(limit = 20): Promise<Array<ConversationSummary & { first_question: string | null }>> {
+export async function listConversations(
+  limit = 20,
+): Promise<Array<ConversationSummary & { first_question: string | null }>> {
   return query(
     `SELECT c.id, cu.email AS customer_email, c.created_at, c.updated_at, ${MESSAGE_COUNT} AS messages,
             (SELECT JSON_UNQUOTE(JSON_EXTRACT(m.data, '$.content')) FROM messages m
@@ -208,7 +256,9 @@ export async function listConversations(limit = 20): Promise<Array<ConversationS
 }
 
 /** One conversation's summary, whoever it belongs to; undefined if there is none. */
-export async function describeConversation(id: string): Promise<(ConversationSummary & { customer_name: string }) | undefined> {
+export async function describeConversation(
+  id: string,
+): Promise<(ConversationSummary & { customer_name: string }) | undefined> {
   const [row] = await query<Array<ConversationSummary & { customer_name: string }>>(
     `SELECT c.id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at, ${MESSAGE_COUNT} AS messages
        FROM conversations c JOIN customers cu ON cu.id = c.customer_id WHERE c.id = ?`,
@@ -219,7 +269,10 @@ export async function describeConversation(id: string): Promise<(ConversationSum
 
 /** The ids of every conversation of one customer. */
 export async function conversationsOf(customerId: number): Promise<string[]> {
-  const rows = await query<Array<{ id: string }>>('SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at', [customerId]);
+  const rows = await query<Array<{ id: string }>>(
+    'SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at',
+    [customerId],
+  );
   return rows.map((row) => row.id);
 }
 

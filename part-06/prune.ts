@@ -11,9 +11,13 @@ older than N days that belong to no conversation. --dry-run lists them without d
 A conversation in use at that moment is skipped.`;
 
 await runMain(async () => {
-  const { values } = parseFlags({ options: { days: { type: 'string' }, 'dry-run': { type: 'boolean' } } });
+  const { values } = parseFlags({
+    options: { days: { type: 'string' }, 'dry-run': { type: 'boolean' } },
+  });
   if (values.days === undefined || !/^[1-9]\d*$/.test(values.days)) {
-    throw new UsageError(`--days must be a positive whole number of days (got ${values.days === undefined ? 'nothing' : `"${values.days}"`}).`);
+    throw new UsageError(
+      `--days must be a positive whole number of days (got ${values.days === undefined ? 'nothing' : `"${values.days}"`}).`,
+    );
   }
   const days = Number(values.days);
   await checkDatabase();
@@ -22,10 +26,17 @@ await runMain(async () => {
   const dryRun = values['dry-run'] ?? false;
   const verb = dryRun ? 'Would delete' : 'Deleted';
   const { removed, busy } = dryRun
-    ? { removed: plan.conversations.map((c) => ({ conversationId: c.id, messages: c.messages })), busy: [] }
+    ? {
+        removed: plan.conversations.map((c) => ({ conversationId: c.id, messages: c.messages })),
+        busy: [],
+      }
     : await prune(plan, days);
-  for (const r of removed) console.log(`${verb} conversation ${r.conversationId} (${plural(r.messages, 'message')}) and its traces`);
-  for (const id of busy) console.log(`Skipped conversation ${id}: a question is being answered in it right now`);
+  for (const r of removed)
+    console.log(
+      `${verb} conversation ${r.conversationId} (${plural(r.messages, 'message')}) and its traces`,
+    );
+  for (const id of busy)
+    console.log(`Skipped conversation ${id}: a question is being answered in it right now`);
   for (const file of plan.orphanTraces) console.log(`${verb} trace ${displayPath(file)}`);
   console.log(
     `${verb} ${plural(removed.length, 'conversation')} and ${plural(plan.orphanTraces.length, 'other trace file')} older than ${plural(days, 'day')}.`,

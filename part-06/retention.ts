@@ -64,7 +64,8 @@ export async function planPrune(days: number): Promise<PrunePlan> {
   for (const file of listTraceFiles(path.dirname(conversationTraceFile('x')))) {
     const id = path.basename(file, '.jsonl');
     if (expiring.has(id)) continue; // deleted with its conversation
-    if (statSync(file).mtimeMs < cutoff && !(await describeConversation(id))) orphanTraces.push(file);
+    if (statSync(file).mtimeMs < cutoff && !(await describeConversation(id)))
+      orphanTraces.push(file);
   }
   // Per-question traces written by the earlier chapters' ask.ts: they belong to no conversation.
   for (const file of listTraceFiles(path.join(logDir(), 'traces'))) {
@@ -90,7 +91,11 @@ export async function prune(plan: PrunePlan, days: number): Promise<PruneResult>
         async () => {
           if (!(await deleteConversation(conversation.id, days))) return;
           const [traceFile] = deleteTraceFiles([conversationTraceFile(conversation.id)]);
-          result.removed.push({ conversationId: conversation.id, messages: conversation.messages, traceFile });
+          result.removed.push({
+            conversationId: conversation.id,
+            messages: conversation.messages,
+            traceFile,
+          });
         },
         { waitSeconds: 0 },
       );

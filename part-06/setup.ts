@@ -17,7 +17,8 @@ await runMain(async () => {
   const plan = await planReset();
   const traces = existingTraceFiles(plan.conversations);
   const losses = [
-    count(plan.conversations.length, 'conversation') + (plan.messages ? ` (${count(plan.messages, 'message')})` : ''),
+    count(plan.conversations.length, 'conversation') +
+      (plan.messages ? ` (${count(plan.messages, 'message')})` : ''),
     count(plan.tickets, 'support ticket'),
     count(traces.length, 'trace file'),
   ].filter((text) => !text.startsWith('0 '));
@@ -35,12 +36,17 @@ await runMain(async () => {
 
 /** On a terminal, asks (Ctrl-C answers no); in a script (no terminal to ask on), --yes is required. */
 async function confirmed(): Promise<boolean> {
-  if (!process.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${commandFor(import.meta.url, '--yes')}`);
+  if (!process.stdin.isTTY)
+    throw new UsageError(
+      `Nothing was changed: to confirm, run ${commandFor(import.meta.url, '--yes')}`,
+    );
   const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
   const controller = new AbortController();
   rl.on('SIGINT', () => controller.abort());
   try {
-    return /^y(es)?$/i.test((await rl.question('Type yes to delete and reset: ', { signal: controller.signal })).trim());
+    return /^y(es)?$/i.test(
+      (await rl.question('Type yes to delete and reset: ', { signal: controller.signal })).trim(),
+    );
   } catch (error) {
     if ((error as Error).name !== 'AbortError') throw error;
     console.log();

@@ -4,7 +4,12 @@ import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, exportConversation, listView, turnsView } from './conversation-view.ts';
-import { describeConversation, listConversations, loadRows, parseConversationId } from './memory.ts';
+import {
+  describeConversation,
+  listConversations,
+  loadRows,
+  parseConversationId,
+} from './memory.ts';
 import { checkDatabase } from './setup-database.ts';
 import { readHistory } from './stored-history.ts';
 
@@ -20,17 +25,33 @@ This is an operator's tool: it shows any customer's conversation, and whose it i
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
-    options: { context: { type: 'boolean' }, json: { type: 'boolean' }, budget: { type: 'string' }, recent: { type: 'string' } },
+    options: {
+      context: { type: 'boolean' },
+      json: { type: 'boolean' },
+      budget: { type: 'string' },
+      recent: { type: 'string' },
+    },
     allowPositionals: true,
   });
-  if (positionals.length > 1) throw new UsageError(`Give one conversation id (got ${positionals.length} arguments).`);
-  if (positionals.length === 0 && (values.context || values.json || values.budget || values.recent)) {
+  if (positionals.length > 1)
+    throw new UsageError(`Give one conversation id (got ${positionals.length} arguments).`);
+  if (
+    positionals.length === 0 &&
+    (values.context || values.json || values.budget || values.recent)
+  ) {
     throw new UsageError('--context, --json, --budget and --recent need a conversation id.');
   }
-  if (!values.context && (values.budget !== undefined || values.recent !== undefined)) throw new UsageError('--budget and --recent go with --context.');
+  if (!values.context && (values.budget !== undefined || values.recent !== undefined))
+    throw new UsageError('--budget and --recent go with --context.');
   const budget: MemoryBudget = {
-    maxChars: values.budget === undefined ? memoryBudget().maxChars : wholeNumber(values.budget, '--budget'),
-    recentTurns: values.recent === undefined ? memoryBudget().recentTurns : wholeNumber(values.recent, '--recent'),
+    maxChars:
+      values.budget === undefined
+        ? memoryBudget().maxChars
+        : wholeNumber(values.budget, '--budget'),
+    recentTurns:
+      values.recent === undefined
+        ? memoryBudget().recentTurns
+        : wholeNumber(values.recent, '--recent'),
   };
   await checkDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
@@ -48,20 +69,27 @@ await runMain(async () => {
     if (values.json) return void console.log(JSON.stringify(context.messages, null, 2));
     return void console.log(contextView(id, context, budget, rows).join('\n'));
   }
-  if (values.json) return void console.log(JSON.stringify(exportConversation(conversation, rows, history), null, 2));
+  if (values.json)
+    return void console.log(
+      JSON.stringify(exportConversation(conversation, rows, history), null, 2),
+    );
   console.log(turnsView(conversation, rows, history).join('\n'));
 }, USAGE);
 
 function wholeNumber(value: string, flag: string): number {
-  if (!/^[1-9]\d{0,8}$/.test(value)) throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`);
+  if (!/^[1-9]\d{0,8}$/.test(value))
+    throw new UsageError(
+      `${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`,
+    );
   return Number(value);
 }
 
 async function listRecent(): Promise<void> {
   const conversations = await listConversations();
   if (conversations.length === 0) {
-    return void console.log(`No conversations yet. Start one with: ${commandFor(new URL('./chat.ts', import.meta.url))}`);
+    return void console.log(
+      `No conversations yet. Start one with: ${commandFor(new URL('./chat.ts', import.meta.url))}`,
+    );
   }
   console.log(listView(conversations).join('\n'));
 }
-

@@ -21,11 +21,16 @@ export interface Storable<T extends Message> {
 export function storable<T extends Message>(original: T): Storable<T> {
   const notes: string[] = [];
   let message = mapStrings(original, wellFormed) as T;
-  if (JSON.stringify(message) !== JSON.stringify(original)) notes.push('broken characters replaced');
+  if (JSON.stringify(message) !== JSON.stringify(original))
+    notes.push('broken characters replaced');
 
   // provider_raw is a copy of what the neutral fields say; dropping it only means the message is
   // rebuilt from those fields when replayed (Gemini then gets the documented dummy signature).
-  if (message.role === 'assistant' && message.provider_raw && (depth(message) > MAX_JSON_DEPTH || size(message) > MAX_STORED_CHARS)) {
+  if (
+    message.role === 'assistant' &&
+    message.provider_raw &&
+    (depth(message) > MAX_JSON_DEPTH || size(message) > MAX_STORED_CHARS)
+  ) {
     const { provider_raw: _, ...rest } = message;
     message = rest as T;
     notes.push('provider_raw left out (too large or too deeply nested)');
@@ -37,7 +42,10 @@ export function storable<T extends Message>(original: T): Storable<T> {
   if (size(message) > MAX_STORED_CHARS && 'content' in message) {
     const over = size(message) - MAX_STORED_CHARS;
     const before = message.content.length;
-    message = { ...message, content: shorten(message.content, Math.max(0, message.content.length - over - 100)) };
+    message = {
+      ...message,
+      content: shorten(message.content, Math.max(0, message.content.length - over - 100)),
+    };
     notes.push(`content shortened from ${before} to ${message.content.length} characters`);
   }
   return notes.length ? { message, note: notes.join('; ') } : { message };
@@ -49,20 +57,31 @@ function size(value: unknown): number {
 
 /** Levels of objects and arrays: {} is 1, {"a":[1]} is 2. */
 function depth(value: unknown): number {
-  const children = Array.isArray(value) ? value : isPlainObject(value) ? Object.values(value) : undefined;
-  return children ? 1 + children.reduce((deepest: number, child) => Math.max(deepest, depth(child)), 0) : 0;
+  const children = Array.isArray(value)
+    ? value
+    : isPlainObject(value)
+      ? Object.values(value)
+      : undefined;
+  return children
+    ? 1 + children.reduce((deepest: number, child) => Math.max(deepest, depth(child)), 0)
+    : 0;
 }
 
 function cutDeepValues(value: unknown, levelsLeft: number): unknown {
   if (!Array.isArray(value) && !isPlainObject(value)) return value;
   if (levelsLeft <= 0) return '(nested too deeply to store)';
   if (Array.isArray(value)) return value.map((item) => cutDeepValues(item, levelsLeft - 1));
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutDeepValues(item, levelsLeft - 1)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, cutDeepValues(item, levelsLeft - 1)]),
+  );
 }
 
 function mapStrings(value: unknown, fn: (text: string) => string): unknown {
   if (typeof value === 'string') return fn(value);
   if (Array.isArray(value)) return value.map((item) => mapStrings(item, fn));
-  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [fn(key), mapStrings(item, fn)]));
+  if (isPlainObject(value))
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [fn(key), mapStrings(item, fn)]),
+    );
   return value;
 }

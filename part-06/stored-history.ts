@@ -11,11 +11,17 @@
 // One thing is added: a turn that stops after its tool results (the process was killed between a saved
 // step and the answer) is closed with INTERRUPTED_ANSWER, so the next request is valid for every
 // provider and the model sees that the steps above it really happened.
-import { isPlainObject, type AssistantMessage, type Message, type ToolMessage } from '../shared/llm/index.ts';
+import {
+  isPlainObject,
+  type AssistantMessage,
+  type Message,
+  type ToolMessage,
+} from '../shared/llm/index.ts';
 import { providerRawAgrees } from '../shared/llm/provider-raw.ts';
 
 /** Closes a turn whose answer never came: saved when a question is cancelled after a step, added on loading after a crash. */
-export const INTERRUPTED_ANSWER = '(This answer was interrupted. The steps above it were carried out.)';
+export const INTERRUPTED_ANSWER =
+  '(This answer was interrupted. The steps above it were carried out.)';
 
 export interface StoredRow {
   id: number;
@@ -67,14 +73,19 @@ export function readHistory(rows: StoredRow[]): History {
     for (i++; i < parsed.length && parsed[i].message.role === 'tool'; i++) {
       const result = parsed[i];
       const callId = (result.message as ToolMessage).tool_call_id;
-      if (callIds.has(callId) && !results.some((r) => (r.message as ToolMessage).tool_call_id === callId)) results.push(result);
+      if (
+        callIds.has(callId) &&
+        !results.some((r) => (r.message as ToolMessage).tool_call_id === callId)
+      )
+        results.push(result);
       else damaged.push({ id: result.id, reason: 'tool result without its call' });
     }
     if (results.length === callIds.size) {
       kept.push(current, ...results);
     } else {
       damaged.push({ id: current.id, reason: 'tool call without its result' });
-      for (const result of results) damaged.push({ id: result.id, reason: 'result of a tool call left out' });
+      for (const result of results)
+        damaged.push({ id: result.id, reason: 'result of a tool call left out' });
     }
   }
 
@@ -84,12 +95,15 @@ export function readHistory(rows: StoredRow[]): History {
 }
 
 /** 3. Every turn ends with an answer: one that stops after a tool step (or at its question) gets INTERRUPTED_ANSWER. */
-function closeInterruptedTurns(kept: Array<{ id: number; message: Message }>): Array<{ id?: number; message: Message }> {
+function closeInterruptedTurns(
+  kept: Array<{ id: number; message: Message }>,
+): Array<{ id?: number; message: Message }> {
   const result: Array<{ id?: number; message: Message }> = [];
   const close = () => {
     const last = result.at(-1)?.message;
     const answered = last?.role === 'assistant' && !last.tool_calls?.length;
-    if (last && !answered) result.push({ message: { role: 'assistant', content: INTERRUPTED_ANSWER } });
+    if (last && !answered)
+      result.push({ message: { role: 'assistant', content: INTERRUPTED_ANSWER } });
   };
   for (const entry of kept) {
     if (entry.message.role === 'user') close();
@@ -110,22 +124,38 @@ function parseRow(row: StoredRow): Message | string {
     }
   }
   if (!isPlainObject(data)) return 'not a message object';
-  if (data.role !== 'user' && data.role !== 'assistant' && data.role !== 'tool') return `unknown role ${JSON.stringify(data.role)}`;
-  if (data.role !== row.role) return `role column "${row.role}" does not match the message's role "${data.role}"`;
+  if (data.role !== 'user' && data.role !== 'assistant' && data.role !== 'tool')
+    return `unknown role ${JSON.stringify(data.role)}`;
+  if (data.role !== row.role)
+    return `role column "${row.role}" does not match the message's role "${data.role}"`;
 
-  if (data.role === 'user') return typeof data.content === 'string' ? (data as unknown as Message) : 'user message without text';
+  if (data.role === 'user')
+    return typeof data.content === 'string'
+      ? (data as unknown as Message)
+      : 'user message without text';
   if (data.role === 'tool') {
-    const valid = typeof data.tool_call_id === 'string' && typeof data.name === 'string' && typeof data.content === 'string';
+    const valid =
+      typeof data.tool_call_id === 'string' &&
+      typeof data.name === 'string' &&
+      typeof data.content === 'string';
     return valid ? (data as unknown as ToolMessage) : 'malformed tool result';
   }
   const calls = data.tool_calls;
   const validCalls =
     calls === undefined ||
     (Array.isArray(calls) &&
-      calls.every((c) => isPlainObject(c) && typeof c.id === 'string' && typeof c.name === 'string' && isPlainObject(c.arguments)));
+      calls.every(
+        (c) =>
+          isPlainObject(c) &&
+          typeof c.id === 'string' &&
+          typeof c.name === 'string' &&
+          isPlainObject(c.arguments),
+      ));
   if (typeof data.content !== 'string' || !validCalls) return 'malformed assistant message';
   // provider_raw is replayed verbatim: one that no longer matches the message (edited, damaged, or
   // holding something the neutral fields leave out) is dropped, and the message is rebuilt from them.
   const { provider_raw: raw, ...message } = data as unknown as AssistantMessage;
-  return raw !== undefined && providerRawAgrees({ ...message, provider_raw: raw }) ? { ...message, provider_raw: raw } : message;
+  return raw !== undefined && providerRawAgrees({ ...message, provider_raw: raw })
+    ? { ...message, provider_raw: raw }
+    : message;
 }

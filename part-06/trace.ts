@@ -50,10 +50,17 @@ export class Trace {
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
   event(type: TraceEventType, data: Record<string, unknown> = {}): void {
-    const line = { ts: new Date().toISOString(), trace: this.id, conversation_id: this.conversationId, type, ...data };
+    const line = {
+      ts: new Date().toISOString(),
+      trace: this.id,
+      conversation_id: this.conversationId,
+      type,
+      ...data,
+    };
     this.append(JSON.stringify(line) + '\n');
     const text = terminalLine(type, data);
-    if (text && !this.quiet) console.error(dim(printable(text, { singleLine: true }), process.stderr));
+    if (text && !this.quiet)
+      console.error(dim(printable(text, { singleLine: true }), process.stderr));
   }
 
   private append(line: string): void {
@@ -62,7 +69,10 @@ export class Trace {
       makeFolders(path.dirname(this.file));
       // Appending whole lines means a crash can cut the file short but never leave a half-written event.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
-      const fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK);
+      const fd = openSync(
+        this.file,
+        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+      );
       try {
         writeSync(fd, line);
       } finally {
@@ -70,7 +80,12 @@ export class Trace {
       }
     } catch (error) {
       this.failed = true;
-      console.error(dim(`warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`, process.stderr));
+      console.error(
+        dim(
+          `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
+          process.stderr,
+        ),
+      );
     }
   }
 }
@@ -119,6 +134,7 @@ function describeMemory(m: MemoryEvent): string {
   if (total === 0) return 'no earlier turns';
   const n = (x: number) => x.toLocaleString('en-US');
   const budget = `${n(m.chars)} of ${n(m.max_chars)} chars`;
-  if (!m.read_all) return `${m.full} full, ${m.compacted} compacted, older turns dropped — ${budget}`;
+  if (!m.read_all)
+    return `${m.full} full, ${m.compacted} compacted, older turns dropped — ${budget}`;
   return `${total} earlier turn${total === 1 ? '' : 's'} — ${m.full} full, ${m.compacted} compacted, ${m.dropped} dropped — ${budget}`;
 }

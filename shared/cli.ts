@@ -34,7 +34,9 @@ function reword(error: NodeJS.ErrnoException): string {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
       return `Unknown option ${option}.`;
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
-      return /argument missing/.test(error.message) ? `${option} needs a value, e.g. ${option}=…` : `${option} takes no value.`;
+      return /argument missing/.test(error.message)
+        ? `${option} needs a value, e.g. ${option}=…`
+        : `${option} takes no value.`;
     case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
       return `Unexpected argument ${/'([^']*)'/.exec(error.message)?.[1] ?? ''}: this command takes none.`;
     default:
@@ -82,7 +84,11 @@ function reportError(error: unknown, usage: string): number {
     console.error(usage);
     return 2;
   }
-  if (error instanceof ConfigError || error instanceof DatabaseError || error instanceof ProviderError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof DatabaseError ||
+    error instanceof ProviderError
+  ) {
     console.error(error.message);
     return 1;
   }

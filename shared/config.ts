@@ -48,7 +48,9 @@ const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 function providerName(): ProviderName {
   const value = (read('LLM_PROVIDER') ?? 'gemini').toLowerCase();
   if (value !== 'gemini' && value !== 'openai') {
-    throw new ConfigError(`LLM_PROVIDER must be "gemini" or "openai" (it is "${value}"). Fix it in .env.`);
+    throw new ConfigError(
+      `LLM_PROVIDER must be "gemini" or "openai" (it is "${value}"). Fix it in .env.`,
+    );
   }
   return value;
 }
@@ -90,7 +92,8 @@ export function llmSettings(): LlmSettings {
     apiKey: apiKey ?? 'not-needed-for-local-servers',
     model: read('OPENAI_MODEL') ?? 'gpt-5.4-mini',
     // OpenAI's embedding model does not exist on other servers, so a custom server needs it named.
-    embeddingModel: read('OPENAI_EMBEDDING_MODEL') ?? (baseUrl ? undefined : 'text-embedding-3-small'),
+    embeddingModel:
+      read('OPENAI_EMBEDDING_MODEL') ?? (baseUrl ? undefined : 'text-embedding-3-small'),
     baseUrl,
     reasoningEffort,
   };
@@ -110,12 +113,19 @@ export function llmTimeoutMs(): number {
  * A whole-number setting such as MEMORY_MAX_CHARS: the default when unset, a ConfigError naming the
  * variable when it is not a whole number from `min` to `max`.
  */
-export function integerSetting(name: string, fallback: number, min: number, max = 1_000_000_000): number {
+export function integerSetting(
+  name: string,
+  fallback: number,
+  min: number,
+  max = 1_000_000_000,
+): number {
   const value = read(name);
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
     const range = max === 1_000_000_000 ? `of at least ${min}` : `from ${min} to ${max}`;
-    throw new ConfigError(`${name} must be a whole number ${range} (it is "${value}"). Fix it in .env.`);
+    throw new ConfigError(
+      `${name} must be a whole number ${range} (it is "${value}"). Fix it in .env.`,
+    );
   }
   return Number(value);
 }
@@ -124,7 +134,9 @@ function optionalUrl(name: string): string | undefined {
   const value = read(name);
   if (value === undefined) return undefined;
   if (!/^https?:\/\/[^/\s]+/.test(value)) {
-    throw new ConfigError(`${name} must be a URL such as http://localhost:11434/v1 (it is "${value}"). Fix it in .env.`);
+    throw new ConfigError(
+      `${name} must be a URL such as http://localhost:11434/v1 (it is "${value}"). Fix it in .env.`,
+    );
   }
   return value;
 }
@@ -140,12 +152,16 @@ export interface DbSettings {
 export function dbSettings(): DbSettings {
   const port = Number(read('DB_PORT') ?? '3306');
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new ConfigError(`DB_PORT must be a port number such as 3306 (it is "${read('DB_PORT')}"). Fix it in .env.`);
+    throw new ConfigError(
+      `DB_PORT must be a port number such as 3306 (it is "${read('DB_PORT')}"). Fix it in .env.`,
+    );
   }
   const database = read('DB_NAME') ?? 'nimbus';
   // The name is put into CREATE DATABASE, which cannot take a placeholder, so only allow safe names.
   if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) {
-    throw new ConfigError(`DB_NAME may only contain letters, digits and underscores (it is "${database}"). Fix it in .env.`);
+    throw new ConfigError(
+      `DB_NAME may only contain letters, digits and underscores (it is "${database}"). Fix it in .env.`,
+    );
   }
   return {
     host: read('DB_HOST') ?? '127.0.0.1',
@@ -176,7 +192,9 @@ export function ensureLogDir(): string {
     unlinkSync(probe);
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new ConfigError(`Traces cannot be written to ${dir} (${reason}). Set LOG_DIR in .env to a folder you can write to.`);
+    throw new ConfigError(
+      `Traces cannot be written to ${dir} (${reason}). Set LOG_DIR in .env to a folder you can write to.`,
+    );
   }
   return dir;
 }

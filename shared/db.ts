@@ -33,7 +33,11 @@ const BOUND_LOCK_WAITS = `SET SESSION innodb_lock_wait_timeout = ${LOCK_WAIT_SEC
 function getPool(): Pool {
   if (!pool) {
     const settings = dbSettings();
-    pool = mysql.createPool({ ...connectionOptions(settings), database: settings.database, connectionLimit: 4 });
+    pool = mysql.createPool({
+      ...connectionOptions(settings),
+      database: settings.database,
+      connectionLimit: 4,
+    });
     // Every new connection first bounds its lock waits; the driver runs this before any other statement.
     pool.on('connection', (connection) => {
       connection.query(BOUND_LOCK_WAITS);
@@ -76,7 +80,10 @@ export class DatabaseCancelled extends Error {
  * Ctrl-C (`signal`), or a transaction running past QUERY_TIMEOUT_MS, abandons the connection, which
  * makes the server roll back: a save stuck behind a lock or a frozen network never holds up the program.
  */
-export async function withTransaction<T>(fn: (connection: PoolConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+export async function withTransaction<T>(
+  fn: (connection: PoolConnection) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
   if (signal?.aborted) throw new DatabaseCancelled();
   const connection = await getConnection();
   const timeout = AbortSignal.timeout(QUERY_TIMEOUT_MS);
@@ -92,10 +99,17 @@ export async function withTransaction<T>(fn: (connection: PoolConnection) => Pro
     return result;
   };
   try {
-    return await unlessStopped(work(), signal ? AbortSignal.any([signal, timeout]) : timeout, abandon);
+    return await unlessStopped(
+      work(),
+      signal ? AbortSignal.any([signal, timeout]) : timeout,
+      abandon,
+    );
   } catch (error) {
     if (abandoned && signal?.aborted) throw new DatabaseCancelled();
-    if (abandoned) throw new DatabaseError(`MySQL did not finish within ${QUERY_TIMEOUT_MS / 1000} s, so nothing was written.`);
+    if (abandoned)
+      throw new DatabaseError(
+        `MySQL did not finish within ${QUERY_TIMEOUT_MS / 1000} s, so nothing was written.`,
+      );
     await connection.rollback().catch(() => {});
     throw explainDatabaseError(error);
   } finally {
@@ -113,7 +127,12 @@ export class LockBusy extends Error {
  * using this server. The lock belongs to a connection, so a killed process releases it by itself.
  * Waits at most `waitSeconds` (0: do not wait), then throws LockBusy; Ctrl-C (`signal`) stops the wait.
  */
-export async function withNamedLock<T>(name: string, waitSeconds: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+export async function withNamedLock<T>(
+  name: string,
+  waitSeconds: number,
+  fn: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
   if (signal?.aborted) throw new DatabaseCancelled();
   const connection = await getConnection();
   let abandoned = false;
@@ -124,7 +143,10 @@ export async function withNamedLock<T>(name: string, waitSeconds: number, fn: ()
   try {
     let got: number | null;
     try {
-      const wait = connection.query<Array<{ got: number | null } & mysql.RowDataPacket>>('SELECT GET_LOCK(?, ?) AS got', [name, waitSeconds]);
+      const wait = connection.query<Array<{ got: number | null } & mysql.RowDataPacket>>(
+        'SELECT GET_LOCK(?, ?) AS got',
+        [name, waitSeconds],
+      );
       const [rows] = signal ? await unlessStopped(wait, signal, abandon) : await wait;
       got = rows[0].got;
     } catch (error) {
@@ -207,13 +229,19 @@ export function explainDatabaseError(error: unknown): unknown {
     case 'ER_ACCESS_DENIED_ERROR':
     case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user
     case 'ER_DBACCESS_DENIED_ERROR':
-      return new DatabaseError(`${where} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`);
+      return new DatabaseError(
+        `${where} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`,
+      );
     case 'ER_BAD_DB_ERROR':
-      return new DatabaseError(`Database "${database}" does not exist on ${where}. Run: npm run setup`);
+      return new DatabaseError(
+        `Database "${database}" does not exist on ${where}. Run: npm run setup`,
+      );
     case 'ER_NO_SUCH_TABLE':
       return new DatabaseError(`${error.message} in ${where}. Run: npm run setup`);
     case 'ER_LOCK_WAIT_TIMEOUT':
-      return new DatabaseError(`${where} was busy: another session held a lock for more than ${LOCK_WAIT_SECONDS} s (ER_LOCK_WAIT_TIMEOUT).`);
+      return new DatabaseError(
+        `${where} was busy: another session held a lock for more than ${LOCK_WAIT_SECONDS} s (ER_LOCK_WAIT_TIMEOUT).`,
+      );
     case 'PROTOCOL_SEQUENCE_TIMEOUT':
       return new DatabaseError(`${where} did not answer within ${QUERY_TIMEOUT_MS / 1000} s.`);
     case 'ER_NET_PACKET_TOO_LARGE':

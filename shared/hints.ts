@@ -10,9 +10,16 @@ import { ROOT_DIR } from './config.ts';
  * root, and `npm run chat -- …` for a learner who started with `npm run …`.
  */
 export function commandFor(script: string | URL, args = ''): string {
-  const file = typeof script === 'string' && !script.startsWith('file:') ? path.resolve(script) : fileURLToPath(script);
-  const npmName = startedByNpm() ? [...npmScripts()].find(([, target]) => target === file)?.[0] : undefined;
-  const command = npmName ? `npm run ${npmName}${args ? ' --' : ''}` : `npx tsx ${path.relative(learnerDir(), file)}`;
+  const file =
+    typeof script === 'string' && !script.startsWith('file:')
+      ? path.resolve(script)
+      : fileURLToPath(script);
+  const npmName = startedByNpm()
+    ? [...npmScripts()].find(([, target]) => target === file)?.[0]
+    : undefined;
+  const command = npmName
+    ? `npm run ${npmName}${args ? ' --' : ''}`
+    : `npx tsx ${path.relative(learnerDir(), file)}`;
   return args ? `${command} ${args}` : command;
 }
 
@@ -35,7 +42,9 @@ function startedByNpm(): boolean {
 
 /** package.json scripts that run one of our files with tsx: name → absolute path of the file. */
 function npmScripts(): Map<string, string> {
-  const { scripts } = JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const { scripts } = JSON.parse(readFileSync(path.join(ROOT_DIR, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const result = new Map<string, string>();
   for (const [name, command] of Object.entries(scripts)) {
     const match = /^tsx (\S+\.ts)$/.exec(command);

@@ -18,20 +18,27 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
   it('sends the system prompt and the question, and prints the answer', async () => {
     fake.reply({ text: 'Hi! I am Nimbus. I cannot look up orders yet.' });
     // Run from inside part-01, as the README shows: paths must not depend on the working directory.
-    const result = await runScript(SCRIPT, ['What can you do?'], { env: fake.env(provider), cwd: path.dirname(SCRIPT) });
+    const result = await runScript(SCRIPT, ['What can you do?'], {
+      env: fake.env(provider),
+      cwd: path.dirname(SCRIPT),
+    });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toBe('Hi! I am Nimbus. I cannot look up orders yet.\n');
     const request = fake.chats().at(-1)!;
     expect(request.provider).toBe(provider);
-    expect(request.view?.system).toContain('Nimbus, the customer-support assistant of Kestrel Electronics');
+    expect(request.view?.system).toContain(
+      'Nimbus, the customer-support assistant of Kestrel Electronics',
+    );
     expect(request.view?.lastUserText).toBe('What can you do?');
   });
 });
 
 describe('ask.ts errors', () => {
   it('without a key: one line naming the variable, exit 1', async () => {
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), GEMINI_API_KEY: '' } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('gemini'), GEMINI_API_KEY: '' },
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n',
@@ -43,14 +50,21 @@ describe('ask.ts errors', () => {
     fake.reply({ error: { status: 401 } });
     const result = await runScript(SCRIPT, ['Hello'], { env: fake.env('openai') });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('The OpenAI-compatible server rejected the API key (401). Check OPENAI_API_KEY in .env.\n');
+    expect(result.stderr).toBe(
+      'The OpenAI-compatible server rejected the API key (401). Check OPENAI_API_KEY in .env.\n',
+    );
   });
 
   it('without a question: usage, exit 2; --help: usage, exit 0 — written for where it was run from', async () => {
     const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toBe('Please give Nimbus a question.\nUsage: npx tsx part-01/ask.ts "your question"\n\nAsks Nimbus one question and prints its answer.\n');
-    const help = await runScript(SCRIPT, ['--help'], { env: fake.env('gemini'), cwd: path.dirname(SCRIPT) });
+    expect(missing.stderr).toBe(
+      'Please give Nimbus a question.\nUsage: npx tsx part-01/ask.ts "your question"\n\nAsks Nimbus one question and prints its answer.\n',
+    );
+    const help = await runScript(SCRIPT, ['--help'], {
+      env: fake.env('gemini'),
+      cwd: path.dirname(SCRIPT),
+    });
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: npx tsx ask.ts "your question"');
     const unknown = await runScript(SCRIPT, ['--verbose', 'Hi'], { env: fake.env('gemini') });

@@ -17,28 +17,46 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 const tables = async () =>
-  (await query<Array<{ name: string }>>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()')).map((r) => r.name).sort();
-const count = async (table: string) => (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+  (
+    await query<Array<{ name: string }>>(
+      'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()',
+    )
+  )
+    .map((r) => r.name)
+    .sort();
+const count = async (table: string) =>
+  (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
 
 /** Every row of the store, with dates as "days ago" so two runs seconds apart compare equal. */
 async function snapshot() {
-  const keys = { customers: 'id', products: 'id', orders: 'id', order_items: 'order_id, product_id' };
+  const keys = {
+    customers: 'id',
+    products: 'id',
+    orders: 'id',
+    order_items: 'order_id, product_id',
+  };
   const result: Record<string, unknown[]> = {};
   for (const [table, key] of Object.entries(keys)) {
     const rows = await query<Record<string, unknown>[]>(`SELECT * FROM ${table} ORDER BY ${key}`);
     result[table] = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v])),
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [
+          k,
+          v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v,
+        ]),
+      ),
     );
   }
   return result;
 }
 
-
 describe('a first run', () => {
   it('creates every table and the sample store, and says so', async () => {
     expect(await tables()).toEqual([...TABLES].sort());
     expect(log[0]).toBe(`Database "${db.name}": creating ${TABLES.join(', ')}.`);
-    expect(log).toContain('Loaded the sample store into customers, products, orders, order_items (seed.sql).');
+    expect(log).toContain(
+      'Loaded the sample store into customers, products, orders, order_items (seed.sql).',
+    );
   });
 
   it('changes nothing when everything is there: no message, no row touched', async () => {
@@ -54,7 +72,10 @@ describe('a first run', () => {
     await query('DROP TABLE order_items');
     const lines: string[] = [];
     await ensureDatabase((line) => lines.push(line));
-    expect(lines).toEqual([`Database "${db.name}": creating order_items.`, 'Loaded the sample store into order_items (seed.sql).']);
+    expect(lines).toEqual([
+      `Database "${db.name}": creating order_items.`,
+      'Loaded the sample store into order_items (seed.sql).',
+    ]);
     expect(await tables()).toEqual([...TABLES].sort());
     expect(await count('orders')).toBe(20);
   });
@@ -64,7 +85,9 @@ describe('first runs started at the same moment', () => {
   it('take turns and all succeed, creating everything once', async () => {
     const scratch = await createScratchDatabase();
     try {
-      const results = await Promise.allSettled(Array.from({ length: 5 }, () => ensureDatabase(() => {})));
+      const results = await Promise.allSettled(
+        Array.from({ length: 5 }, () => ensureDatabase(() => {})),
+      );
       expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
       expect(await count('customers')).toBe(8);
     } finally {
@@ -80,7 +103,10 @@ describe('setup.ts', () => {
     const result = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);
-    expect((await query<Array<{ status: string }>>('SELECT status FROM orders WHERE id = 1042'))[0].status).toBe('shipped');
+    expect(
+      (await query<Array<{ status: string }>>('SELECT status FROM orders WHERE id = 1042'))[0]
+        .status,
+    ).toBe('shipped');
   });
 
   it('resetDatabase gives the same store every time, removing anything added in between', async () => {
@@ -94,7 +120,9 @@ describe('setup.ts', () => {
 
 describe('the sample store', () => {
   it("holds the chapters' facts: 1043 paid 20 days ago, 1042 paid 3 days ago, same customer", async () => {
-    const rows = await query<Array<{ id: number; customer_id: number; status: string; days: number }>>(
+    const rows = await query<
+      Array<{ id: number; customer_id: number; status: string; days: number }>
+    >(
       'SELECT id, customer_id, status, DATEDIFF(NOW(), paid_at) AS days FROM orders WHERE id IN (1042, 1043) ORDER BY id',
     );
     expect(rows).toEqual([
@@ -104,8 +132,17 @@ describe('the sample store', () => {
   });
 
   it('has a believable store: every status, about 8 customers, 15 products, 20 orders', async () => {
-    const statuses = await query<Array<{ status: string }>>('SELECT DISTINCT status FROM orders ORDER BY status');
-    expect(statuses.map((r) => r.status).sort()).toEqual(['cancelled', 'delivered', 'paid', 'pending', 'refunded', 'shipped']);
+    const statuses = await query<Array<{ status: string }>>(
+      'SELECT DISTINCT status FROM orders ORDER BY status',
+    );
+    expect(statuses.map((r) => r.status).sort()).toEqual([
+      'cancelled',
+      'delivered',
+      'paid',
+      'pending',
+      'refunded',
+      'shipped',
+    ]);
     const [counts] = await query<Array<Record<string, number>>>(
       `SELECT (SELECT COUNT(*) FROM customers) AS customers, (SELECT COUNT(*) FROM products) AS products,
               (SELECT COUNT(*) FROM orders) AS orders,
@@ -115,7 +152,9 @@ describe('the sample store', () => {
   });
 
   it('keeps unicode and apostrophes in names', async () => {
-    const names = await query<Array<{ name: string }>>('SELECT name FROM customers WHERE id IN (2, 3) ORDER BY id');
+    const names = await query<Array<{ name: string }>>(
+      'SELECT name FROM customers WHERE id IN (2, 3) ORDER BY id',
+    );
     expect(names.map((r) => r.name)).toEqual(["Liam O'Brien", 'Sofia García']);
   });
 });

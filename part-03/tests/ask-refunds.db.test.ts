@@ -31,10 +31,14 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
         ],
       },
       (view) => ({
-        text: view.toolResults.map((r) => `${(r.result as any).order_id}: ${(r.result as any).reason}`).join('\n'),
+        text: view.toolResults
+          .map((r) => `${(r.result as any).order_id}: ${(r.result as any).reason}`)
+          .join('\n'),
       }),
     );
-    const result = await runScript(SCRIPT, ['Can I get refunds for orders 1043 and 1042?'], { env: { ...fake.env(provider), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['Can I get refunds for orders 1043 and 1042?'], {
+      env: { ...fake.env(provider), DB_NAME: db.name },
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(
       '1043: Paid 20 days ago, outside the 14-day refund window.\n1042: Paid and within the refund window (11 days left).\n',
@@ -42,18 +46,37 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
     expect(result.stderr.match(/→ check_refund_eligibility/g)).toHaveLength(2);
     const answerRequest = fake.chats().at(-1)!;
     expect(answerRequest.status).toBe(200);
-    expect(answerRequest.view?.toolResults.map((r) => r.name)).toEqual(['check_refund_eligibility', 'check_refund_eligibility']);
+    expect(answerRequest.view?.toolResults.map((r) => r.name)).toEqual([
+      'check_refund_eligibility',
+      'check_refund_eligibility',
+    ]);
   });
 
   it('opens a ticket when asked and reports its number', async () => {
     await query("UPDATE tickets SET status = 'closed'"); // one per provider
     fake.reply(
-      { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: `Refund for 1042 (${provider}).`, order_id: 1042 } }] },
+      {
+        tool_calls: [
+          {
+            name: 'create_support_ticket',
+            arguments: {
+              category: 'refund',
+              summary: `Refund for 1042 (${provider}).`,
+              order_id: 1042,
+            },
+          },
+        ],
+      },
       (view) => ({ text: `Done: ticket #${(view.toolResults[0].result as any).ticket_id}.` }),
     );
-    const result = await runScript(SCRIPT, ['Please open a refund request for order 1042.'], { env: { ...fake.env(provider), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['Please open a refund request for order 1042.'], {
+      env: { ...fake.env(provider), DB_NAME: db.name },
+    });
     expect(result.code).toBe(0);
-    const [ticket] = await query<Array<{ id: number }>>('SELECT id FROM tickets WHERE summary = ?', [`Refund for 1042 (${provider}).`]);
+    const [ticket] = await query<Array<{ id: number }>>(
+      'SELECT id FROM tickets WHERE summary = ?',
+      [`Refund for 1042 (${provider}).`],
+    );
     expect(result.stdout).toBe(`Done: ticket #${ticket.id}.\n`);
   });
 });

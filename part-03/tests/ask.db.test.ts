@@ -49,12 +49,18 @@ describe('ask.ts errors and first run', () => {
     const fresh = await createScratchDatabase();
     try {
       fake.reply({ text: 'Which order number?' });
-      const result = await runScript(SCRIPT, ['Where is my order?'], { env: { ...fake.env('gemini'), DB_NAME: fresh.name } });
+      const result = await runScript(SCRIPT, ['Where is my order?'], {
+        env: { ...fake.env('gemini'), DB_NAME: fresh.name },
+      });
       expect(result.code).toBe(0);
-      expect(result.stderr).toContain(`Database "${fresh.name}": creating customers, products, orders, order_items`);
+      expect(result.stderr).toContain(
+        `Database "${fresh.name}": creating customers, products, orders, order_items`,
+      );
       expect(result.stdout).toBe('Which order number?\n');
       fake.reply({ text: 'Which order number?' });
-      const again = await runScript(SCRIPT, ['Where is my order?'], { env: { ...fake.env('gemini'), DB_NAME: fresh.name } });
+      const again = await runScript(SCRIPT, ['Where is my order?'], {
+        env: { ...fake.env('gemini'), DB_NAME: fresh.name },
+      });
       expect(again.stderr).toBe('Signed in as Maya Patel (maya.patel@example.com).\n');
     } finally {
       await fresh.drop();
@@ -62,7 +68,9 @@ describe('ask.ts errors and first run', () => {
   });
 
   it('without a key: one line naming the variable, exit 1', async () => {
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: db.name },
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n',
@@ -73,6 +81,8 @@ describe('ask.ts errors and first run', () => {
   it('without a question: usage, exit 2', async () => {
     const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('Usage: npx tsx part-03/ask.ts [--customer=<email>] "your question"');
+    expect(missing.stderr).toContain(
+      'Usage: npx tsx part-03/ask.ts [--customer=<email>] "your question"',
+    );
   });
 });

@@ -22,31 +22,58 @@ async function rule(status: string, daysAgo: number | null) {
 }
 
 describe('the refund window', () => {
-  it.each(['paid', 'shipped', 'delivered'])('%s: eligible on days 13 and 14, not on day 15', async (status) => {
-    expect(await rule(status, 13)).toEqual({ days: 13, eligible: true, reason: 'Paid and within the refund window (1 day left).' });
-    expect(await rule(status, 14)).toEqual({ days: 14, eligible: true, reason: 'Paid and within the refund window: today is the last day.' });
-    expect(await rule(status, 15)).toEqual({ days: 15, eligible: false, reason: 'Paid 15 days ago, outside the 14-day refund window.' });
-  });
+  it.each(['paid', 'shipped', 'delivered'])(
+    '%s: eligible on days 13 and 14, not on day 15',
+    async (status) => {
+      expect(await rule(status, 13)).toEqual({
+        days: 13,
+        eligible: true,
+        reason: 'Paid and within the refund window (1 day left).',
+      });
+      expect(await rule(status, 14)).toEqual({
+        days: 14,
+        eligible: true,
+        reason: 'Paid and within the refund window: today is the last day.',
+      });
+      expect(await rule(status, 15)).toEqual({
+        days: 15,
+        eligible: false,
+        reason: 'Paid 15 days ago, outside the 14-day refund window.',
+      });
+    },
+  );
 
   it.each([
-    ['pending', 'Not paid yet, so there is nothing to refund; a pending order can be cancelled instead.'],
+    [
+      'pending',
+      'Not paid yet, so there is nothing to refund; a pending order can be cancelled instead.',
+    ],
     ['cancelled', 'The order was cancelled, so there is nothing to refund.'],
     ['refunded', 'The order has already been refunded.'],
   ])('%s: never eligible, whatever the day', async (status, reason) => {
-    for (const days of [13, 14, 15]) expect(await rule(status, days)).toEqual({ days, eligible: false, reason });
+    for (const days of [13, 14, 15])
+      expect(await rule(status, days)).toEqual({ days, eligible: false, reason });
   });
 
   it('counts days from payment, and an unpaid order has none', async () => {
-    expect(await rule('paid', 0)).toEqual({ days: 0, eligible: true, reason: 'Paid and within the refund window (14 days left).' });
+    expect(await rule('paid', 0)).toEqual({
+      days: 0,
+      eligible: true,
+      reason: 'Paid and within the refund window (14 days left).',
+    });
     expect(await rule('pending', null)).toMatchObject({ days: null, eligible: false });
   });
 });
 
 describe('check_refund_eligibility', () => {
   const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
-  const check = (args: Record<string, unknown>) => runTool({ id: 'c', name: 'check_refund_eligibility', arguments: args }, { customer: maya, ticketsOpened: 0 });
+  const check = (args: Record<string, unknown>) =>
+    runTool(
+      { id: 'c', name: 'check_refund_eligibility', arguments: args },
+      { customer: maya, ticketsOpened: 0 },
+    );
 
-  it('holds the chapter\'s facts: 1043 is outside the window, 1042 has 11 days left', async () => {
+  it("holds the chapter's facts: 1043 is outside the window, 1042 has 11 days left", async () => {
     expect(await check({ order_id: 1043 })).toEqual({
       order_id: 1043,
       status: 'delivered',
@@ -66,6 +93,8 @@ describe('check_refund_eligibility', () => {
   it('reports unknown orders and bad arguments as results', async () => {
     expect(await check({ order_id: 9999 })).toEqual({ error: 'Order 9999 not found' });
     expect(await check({ order_id: 1030 })).toEqual({ error: 'Order 1030 not found' }); // another customer's
-    expect((await check({ order_id: 'soon' })).error).toMatch(/^order_id must be a positive whole number/);
+    expect((await check({ order_id: 'soon' })).error).toMatch(
+      /^order_id must be a positive whole number/,
+    );
   });
 });

@@ -17,17 +17,34 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 const tables = async () =>
-  (await query<Array<{ name: string }>>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()')).map((r) => r.name).sort();
-const count = async (table: string) => (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+  (
+    await query<Array<{ name: string }>>(
+      'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()',
+    )
+  )
+    .map((r) => r.name)
+    .sort();
+const count = async (table: string) =>
+  (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
 
 /** Every row of the store, with dates as "days ago" so two runs seconds apart compare equal. */
 async function snapshot() {
-  const keys = { customers: 'id', products: 'id', orders: 'id', order_items: 'order_id, product_id' };
+  const keys = {
+    customers: 'id',
+    products: 'id',
+    orders: 'id',
+    order_items: 'order_id, product_id',
+  };
   const result: Record<string, unknown[]> = {};
   for (const [table, key] of Object.entries(keys)) {
     const rows = await query<Record<string, unknown>[]>(`SELECT * FROM ${table} ORDER BY ${key}`);
     result[table] = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v])),
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [
+          k,
+          v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v,
+        ]),
+      ),
     );
   }
   return result;
@@ -35,7 +52,9 @@ async function snapshot() {
 
 /** A ticket: what a customer asked for, which only an explicit reset may delete. */
 async function somethingToLose(): Promise<void> {
-  await query("INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')");
+  await query(
+    "INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')",
+  );
 }
 
 describe('a first run', () => {
@@ -43,7 +62,9 @@ describe('a first run', () => {
     expect(await tables()).toEqual([...TABLES].sort());
     expect(log[0]).toBe(`Database "${db.name}": creating ${TABLES.join(', ')}.`);
     expect(log).toContain(`Database "${db.name}": defining the refund rule (functions.sql).`);
-    expect(log).toContain('Loaded the sample store into customers, products, orders, order_items (seed.sql).');
+    expect(log).toContain(
+      'Loaded the sample store into customers, products, orders, order_items (seed.sql).',
+    );
   });
 
   it('changes nothing when everything is there: no message, no row touched', async () => {
@@ -61,7 +82,10 @@ describe('a first run', () => {
     await query('DROP TABLE order_items');
     const lines: string[] = [];
     await ensureDatabase((line) => lines.push(line));
-    expect(lines).toEqual([`Database "${db.name}": creating order_items.`, 'Loaded the sample store into order_items (seed.sql).']);
+    expect(lines).toEqual([
+      `Database "${db.name}": creating order_items.`,
+      'Loaded the sample store into order_items (seed.sql).',
+    ]);
     expect(await tables()).toEqual([...TABLES].sort());
     expect(await count('tickets')).toBe(tickets);
     expect(await count('orders')).toBe(20);
@@ -72,7 +96,9 @@ describe('first runs started at the same moment', () => {
   it('take turns and all succeed, creating everything once', async () => {
     const scratch = await createScratchDatabase();
     try {
-      const results = await Promise.allSettled(Array.from({ length: 5 }, () => ensureDatabase(() => {})));
+      const results = await Promise.allSettled(
+        Array.from({ length: 5 }, () => ensureDatabase(() => {})),
+      );
       expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
       expect(await count('customers')).toBe(8);
     } finally {
@@ -88,8 +114,12 @@ describe('setup.ts resets, and only when told to', () => {
     const tickets = await count('tickets');
     const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
     expect(refused.code).toBe(2);
-    expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${tickets} support ticket${tickets === 1 ? '' : 's'}.\n`);
-    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: to confirm, run npx tsx part-04/setup.ts --yes');
+    expect(refused.stdout).toBe(
+      `Resetting database "${db.name}" deletes ${tickets} support ticket${tickets === 1 ? '' : 's'}.\n`,
+    );
+    expect(refused.stderr.split('\n')[0]).toBe(
+      'Nothing was changed: to confirm, run npx tsx part-04/setup.ts --yes',
+    );
     expect(await count('tickets')).toBe(tickets);
   });
 
@@ -113,7 +143,9 @@ describe('setup.ts resets, and only when told to', () => {
 
 describe('the sample store', () => {
   it("holds the chapters' facts: 1043 paid 20 days ago, 1042 paid 3 days ago, same customer", async () => {
-    const rows = await query<Array<{ id: number; customer_id: number; status: string; days: number }>>(
+    const rows = await query<
+      Array<{ id: number; customer_id: number; status: string; days: number }>
+    >(
       'SELECT id, customer_id, status, DATEDIFF(NOW(), paid_at) AS days FROM orders WHERE id IN (1042, 1043) ORDER BY id',
     );
     expect(rows).toEqual([
@@ -123,8 +155,17 @@ describe('the sample store', () => {
   });
 
   it('has a believable store: every status, about 8 customers, 15 products, 20 orders', async () => {
-    const statuses = await query<Array<{ status: string }>>('SELECT DISTINCT status FROM orders ORDER BY status');
-    expect(statuses.map((r) => r.status).sort()).toEqual(['cancelled', 'delivered', 'paid', 'pending', 'refunded', 'shipped']);
+    const statuses = await query<Array<{ status: string }>>(
+      'SELECT DISTINCT status FROM orders ORDER BY status',
+    );
+    expect(statuses.map((r) => r.status).sort()).toEqual([
+      'cancelled',
+      'delivered',
+      'paid',
+      'pending',
+      'refunded',
+      'shipped',
+    ]);
     const [counts] = await query<Array<Record<string, number>>>(
       `SELECT (SELECT COUNT(*) FROM customers) AS customers, (SELECT COUNT(*) FROM products) AS products,
               (SELECT COUNT(*) FROM orders) AS orders,
@@ -134,7 +175,9 @@ describe('the sample store', () => {
   });
 
   it('keeps unicode and apostrophes in names', async () => {
-    const names = await query<Array<{ name: string }>>('SELECT name FROM customers WHERE id IN (2, 3) ORDER BY id');
+    const names = await query<Array<{ name: string }>>(
+      'SELECT name FROM customers WHERE id IN (2, 3) ORDER BY id',
+    );
     expect(names.map((r) => r.name)).toEqual(["Liam O'Brien", 'Sofia García']);
   });
 });

@@ -14,8 +14,21 @@ afterAll(() => db.drop());
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const ravi = { id: 8, name: 'Ravi Shah', email: 'ravi.shah@example.com' };
-const call = (name: string, args: Record<string, unknown>, argumentsError?: string, customer = maya) =>
-  runTool({ id: 'call_test', name, arguments: args, ...(argumentsError ? { arguments_error: argumentsError } : {}) }, { customer, ticketsOpened: 0 });
+const call = (
+  name: string,
+  args: Record<string, unknown>,
+  argumentsError?: string,
+  customer = maya,
+) =>
+  runTool(
+    {
+      id: 'call_test',
+      name,
+      arguments: args,
+      ...(argumentsError ? { arguments_error: argumentsError } : {}),
+    },
+    { customer, ticketsOpened: 0 },
+  );
 
 describe('get_order_status', () => {
   it('is offered to the model with a JSON Schema for its argument', () => {
@@ -42,38 +55,61 @@ describe('get_order_status', () => {
   });
 
   it('adds shipping to the total for small orders', async () => {
-    expect(await call('get_order_status', { order_id: 1036 }, undefined, ravi)).toMatchObject({ shipping: 4.99, total: 49.99 });
+    expect(await call('get_order_status', { order_id: 1036 }, undefined, ravi)).toMatchObject({
+      shipping: 4.99,
+      total: 49.99,
+    });
   });
 
   it('reports an unknown order as a result, not an exception', async () => {
-    expect(await call('get_order_status', { order_id: 9999 })).toEqual({ error: 'Order 9999 not found' });
+    expect(await call('get_order_status', { order_id: 9999 })).toEqual({
+      error: 'Order 9999 not found',
+    });
   });
 
   it("answers another customer's order exactly like one that does not exist", async () => {
-    expect(await call('get_order_status', { order_id: 1036 })).toEqual({ error: 'Order 1036 not found' });
+    expect(await call('get_order_status', { order_id: 1036 })).toEqual({
+      error: 'Order 1036 not found',
+    });
   });
 
   it('accepts a number written as a string', async () => {
-    expect(await call('get_order_status', { order_id: '1043' })).toMatchObject({ order_id: 1043, status: 'delivered' });
+    expect(await call('get_order_status', { order_id: '1043' })).toMatchObject({
+      order_id: 1043,
+      status: 'delivered',
+    });
   });
 
-  it.each([[{ order_id: 'abc' }], [{ order_id: -5 }], [{ order_id: 10.5 }], [{}], [{ order_id: '1043; DROP TABLE orders' }]])(
-    'refuses bad arguments %j with an error the model can read',
-    async (args) => {
-      const result = await call('get_order_status', args);
-      expect(result.error).toMatch(/^order_id must be a positive whole number, e\.g\. 1043 \(got .*\)\.$/);
-    },
-  );
+  it.each([
+    [{ order_id: 'abc' }],
+    [{ order_id: -5 }],
+    [{ order_id: 10.5 }],
+    [{}],
+    [{ order_id: '1043; DROP TABLE orders' }],
+  ])('refuses bad arguments %j with an error the model can read', async (args) => {
+    const result = await call('get_order_status', args);
+    expect(result.error).toMatch(
+      /^order_id must be a positive whole number, e\.g\. 1043 \(got .*\)\.$/,
+    );
+  });
 
   it('leaves the database untouched by SQL in the arguments', async () => {
-    await call('get_order_status', { order_id: "1 OR 1=1; DROP TABLE orders; --" });
+    await call('get_order_status', { order_id: '1 OR 1=1; DROP TABLE orders; --' });
     const [row] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM orders');
     expect(row.n).toBe(20);
   });
 
   it('reports unknown tools and malformed arguments as results', async () => {
-    expect((await call('delete_everything', {})).error).toMatch(/^Unknown tool "delete_everything"\. Available: get_order_status/);
-    expect(await call('get_order_status', {}, 'The arguments were not a valid JSON object: {"order_id": 10')).toEqual({
+    expect((await call('delete_everything', {})).error).toMatch(
+      /^Unknown tool "delete_everything"\. Available: get_order_status/,
+    );
+    expect(
+      await call(
+        'get_order_status',
+        {},
+        'The arguments were not a valid JSON object: {"order_id": 10',
+      ),
+    ).toEqual({
       error: 'The arguments were not a valid JSON object: {"order_id": 10',
     });
   });

@@ -22,7 +22,9 @@ afterAll(async () => {
 
 const refundScript = [
   { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
-  (view: any) => ({ text: `Sorry, order 1043 can't be refunded: ${view.toolResults[0].result.reason}` }),
+  (view: any) => ({
+    text: `Sorry, order 1043 can't be refunded: ${view.toolResults[0].result.reason}`,
+  }),
 ];
 
 describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
@@ -33,8 +35,12 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
       cwd: path.dirname(SCRIPT),
     });
     expect(result.code).toBe(0);
-    expect(result.stdout).toBe("Sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.\n");
-    expect(result.stderr).toMatch(/\[step 1\] model → check_refund_eligibility\(\{"order_id":1043\}\) \(\d+ ms\)/);
+    expect(result.stdout).toBe(
+      "Sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.\n",
+    );
+    expect(result.stderr).toMatch(
+      /\[step 1\] model → check_refund_eligibility\(\{"order_id":1043\}\) \(\d+ ms\)/,
+    );
     expect(result.stderr).toMatch(/\[step 1\] tool ← \{"order_id":1043,"status":"delivered",/);
     expect(result.stderr).toMatch(/\[step 2\] model answered \(\d+ ms\)/);
     expect(result.stderr).toMatch(/\(answered after 2 steps, \d+ tokens\)/);
@@ -44,24 +50,34 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
 describe('ask.ts options and errors', () => {
   it('--quiet hides the trace lines', async () => {
     fake.reply(...refundScript);
-    const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], { env: { ...fake.env('gemini'), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], {
+      env: { ...fake.env('gemini'), DB_NAME: db.name },
+    });
     expect(result.code).toBe(0);
     expect(result.stderr).not.toContain('[step');
   });
 
   it('exits 1 after the fallback answer when the provider keeps failing', async () => {
     fake.reply({ error: { status: 400, message: 'Bad request' } });
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('openai'), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('openai'), DB_NAME: db.name },
+    });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("Sorry, I can't reach my assistant service right now.");
-    expect(result.stderr).toContain('[step 1] provider error: The OpenAI-compatible server answered 400: Bad request');
+    expect(result.stderr).toContain(
+      '[step 1] provider error: The OpenAI-compatible server answered 400: Bad request',
+    );
   });
 
   it('without a key: that is the first and only thing said, before any setup, exit 1', async () => {
     const never = `nimbus_test_never_${Date.now().toString(36)}`;
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: never } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: never },
+    });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n');
+    expect(result.stderr).toBe(
+      'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n',
+    );
     expect(result.stdout).toBe('');
   });
 
@@ -70,5 +86,4 @@ describe('ask.ts options and errors', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Usage: npx tsx part-05/ask.ts');
   });
-
 });

@@ -7,13 +7,20 @@ import { MAX_CHUNK_CHARS, OVERLAP_CHARS, parseArticle } from '../chunking.ts';
 import { HELP_CENTER_DIR } from '../ingest-articles.ts';
 
 /** Paragraph n: six short sentences of distinct words, about 250 characters. */
-const paragraph = (n: number) => Array.from({ length: 6 }, (_, s) => `Paragraph ${n} sentence ${s} says a little.`).join(' ');
+const paragraph = (n: number) =>
+  Array.from({ length: 6 }, (_, s) => `Paragraph ${n} sentence ${s} says a little.`).join(' ');
 
 describe('parseArticle', () => {
   it('reads the title and makes one chunk per short section, headed by its section', () => {
-    const article = parseArticle('# Shipping\n\nIntro text.\n\n## Costs\n\nFree from $50.\n\n## Times\n\nThree to five days.\n');
+    const article = parseArticle(
+      '# Shipping\n\nIntro text.\n\n## Costs\n\nFree from $50.\n\n## Times\n\nThree to five days.\n',
+    );
     expect(article.title).toBe('Shipping');
-    expect(article.chunks).toEqual(['## Shipping\n\nIntro text.', '## Costs\n\nFree from $50.', '## Times\n\nThree to five days.']);
+    expect(article.chunks).toEqual([
+      '## Shipping\n\nIntro text.',
+      '## Costs\n\nFree from $50.',
+      '## Times\n\nThree to five days.',
+    ]);
   });
 
   it('never lets a chunk cross a heading, even when both sections are small', () => {
@@ -36,15 +43,20 @@ describe('parseArticle', () => {
     expect(overlap.length).toBeLessThanOrEqual(OVERLAP_CHARS);
     expect(firstBody.endsWith(overlap)).toBe(true);
     // Paragraphs are never cut when they fit: each one appears whole in some chunk.
-    for (let i = 0; i < 8; i++) expect(chunks.some((chunk) => chunk.includes(paragraph(i)))).toBe(true);
+    for (let i = 0; i < 8; i++)
+      expect(chunks.some((chunk) => chunk.includes(paragraph(i)))).toBe(true);
   });
 
   it('cuts a paragraph longer than a chunk between sentences, and a giant word where it must', () => {
-    const sentences = Array.from({ length: 40 }, (_, i) => `Sentence number ${i} is here.`).join(' ');
+    const sentences = Array.from({ length: 40 }, (_, i) => `Sentence number ${i} is here.`).join(
+      ' ',
+    );
     const giant = 'x'.repeat(2500);
     const { chunks } = parseArticle(`# T\n\n## S\n\n${sentences}\n\n${giant}`);
     for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(MAX_CHUNK_CHARS);
-    expect(chunks.filter((c) => /Sentence number \d+ is here\.$/.test(c)).length).toBeGreaterThan(0);
+    expect(chunks.filter((c) => /Sentence number \d+ is here\.$/.test(c)).length).toBeGreaterThan(
+      0,
+    );
     expect(chunks.join('').replace(/[^x]/g, '').length).toBeGreaterThanOrEqual(2500);
   });
 
@@ -62,8 +74,15 @@ describe('parseArticle', () => {
       const { chunks } = parseArticle(markdown);
       expect(chunks.length).toBeGreaterThan(0);
       for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(MAX_CHUNK_CHARS);
-      const paragraphs = markdown.split(/\n\s*\n/).map((p) => p.trim()).filter((p) => p && !p.startsWith('#'));
-      for (const p of paragraphs) expect(chunks.some((chunk) => chunk.includes(p)), `${file}: ${p.slice(0, 40)}`).toBe(true);
+      const paragraphs = markdown
+        .split(/\n\s*\n/)
+        .map((p) => p.trim())
+        .filter((p) => p && !p.startsWith('#'));
+      for (const p of paragraphs)
+        expect(
+          chunks.some((chunk) => chunk.includes(p)),
+          `${file}: ${p.slice(0, 40)}`,
+        ).toBe(true);
     }
   });
 });

@@ -28,11 +28,18 @@ afterAll(async () => {
 const embeddedTexts = () =>
   fake.requests
     .filter((r) => r.kind === 'embed')
-    .reduce((sum, r) => sum + (r.provider === 'gemini' ? r.body.requests.length : r.body.input.length), 0);
+    .reduce(
+      (sum, r) => sum + (r.provider === 'gemini' ? r.body.requests.length : r.body.input.length),
+      0,
+    );
 
 describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => {
   beforeAll(async () => {
-    Object.assign(process.env, fake.env(provider), provider === 'openai' ? { OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding' } : {});
+    Object.assign(
+      process.env,
+      fake.env(provider),
+      provider === 'openai' ? { OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding' } : {},
+    );
   });
   beforeEach(() => {
     fake.requests.length = 0;
@@ -59,22 +66,27 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
   });
 
   it('stores one normalised vector per chunk, labelled with its model', async () => {
-    const rows = await query<Array<{ embedding: Buffer; embedding_model: string; dimensions: number }>>(
-      'SELECT embedding, embedding_model, dimensions FROM help_chunks',
-    );
+    const rows = await query<
+      Array<{ embedding: Buffer; embedding_model: string; dimensions: number }>
+    >('SELECT embedding, embedding_model, dimensions FROM help_chunks');
     expect(rows).toHaveLength(chunkCount);
     for (const row of rows) {
       const vector = fromBlob(row.embedding);
       expect(vector.length).toBe(row.dimensions);
       expect(Math.sqrt(vector.reduce((s, x) => s + x * x, 0))).toBeCloseTo(1, 5);
-      expect(row.embedding_model).toBe(provider === 'gemini' ? 'fake-embedding-001' : 'fake-openai-embedding');
+      expect(row.embedding_model).toBe(
+        provider === 'gemini' ? 'fake-embedding-001' : 'fake-openai-embedding',
+      );
     }
   });
 
   // Written before looking at any score: a customer's wording, and the article that answers it.
   it.each([
     ['How long do I have to ask for my money back?', 'refunds'],
-    ['The box arrived crushed and the screen is cracked, what do I do?', 'damaged-or-missing-items'],
+    [
+      'The box arrived crushed and the screen is cracked, what do I do?',
+      'damaged-or-missing-items',
+    ],
     ['How much does express delivery cost?', 'shipping-times-and-costs'],
     ["I forgot my password and can't sign in", 'account-and-password'],
     ['Do you ship to Canada, and will I pay import duties?', 'international-shipping'],
@@ -88,7 +100,10 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
   ])('finds the right article for "%s"', async (question, slug) => {
     const found = await searchHelpCenter(question);
     expect(found.method).toBe('embeddings');
-    const [article] = await query<Array<{ title: string }>>('SELECT title FROM help_articles WHERE slug = ?', [slug]);
+    const [article] = await query<Array<{ title: string }>>(
+      'SELECT title FROM help_articles WHERE slug = ?',
+      [slug],
+    );
     expect(found.results[0].article).toBe(article.title);
     expect(found.results.length).toBeLessThanOrEqual(3);
   });
@@ -96,9 +111,16 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
 
 describe('an index that is behind', () => {
   it('still searches by meaning, and says how many passages it could not search', async () => {
-    Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding' }); // the model indexed last
-    const [article] = await query<Array<{ id: number }>>("SELECT id FROM help_articles WHERE slug = 'refunds'");
-    await query("INSERT INTO help_chunks (article_id, position, text, content_hash) VALUES (?, 99, 'Just ingested.', 'x')", [article.id]);
+    Object.assign(process.env, fake.env('openai'), {
+      OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding',
+    }); // the model indexed last
+    const [article] = await query<Array<{ id: number }>>(
+      "SELECT id FROM help_articles WHERE slug = 'refunds'",
+    );
+    await query(
+      "INSERT INTO help_chunks (article_id, position, text, content_hash) VALUES (?, 99, 'Just ingested.', 'x')",
+      [article.id],
+    );
     try {
       const found = await searchHelpCenter('refund window');
       expect(found.method).toBe('embeddings');
@@ -120,7 +142,9 @@ describe('keyword fallback', () => {
   });
 
   it('uses MySQL FULLTEXT when the index was built with another model', async () => {
-    Object.assign(process.env, fake.env('gemini'), { GEMINI_EMBEDDING_MODEL: 'a-model-nothing-was-indexed-with' });
+    Object.assign(process.env, fake.env('gemini'), {
+      GEMINI_EMBEDDING_MODEL: 'a-model-nothing-was-indexed-with',
+    });
     const found = await searchHelpCenter('express shipping cost');
     expect(found.method).toBe('fulltext');
     expect(found.results[0].article).toMatch(/Shipping/i);
@@ -128,9 +152,22 @@ describe('keyword fallback', () => {
 
   it('says so through the tool when nothing matches', async () => {
     Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' });
-    const context = { customer: { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' }, ticketsOpened: 0 };
-    const result = await runTool({ id: 'c', name: 'search_help_center', arguments: { query: 'zxqv' } }, context);
-    expect(result).toEqual({ method: 'fulltext', results: [], note: 'Nothing relevant found in the help center.' });
-    expect((await runTool({ id: 'c', name: 'search_help_center', arguments: { query: ' ' } }, context)).error).toBe('query must be a non-empty text.');
+    const context = {
+      customer: { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' },
+      ticketsOpened: 0,
+    };
+    const result = await runTool(
+      { id: 'c', name: 'search_help_center', arguments: { query: 'zxqv' } },
+      context,
+    );
+    expect(result).toEqual({
+      method: 'fulltext',
+      results: [],
+      note: 'Nothing relevant found in the help center.',
+    });
+    expect(
+      (await runTool({ id: 'c', name: 'search_help_center', arguments: { query: ' ' } }, context))
+        .error,
+    ).toBe('query must be a non-empty text.');
   });
 });

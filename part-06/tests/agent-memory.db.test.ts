@@ -4,7 +4,15 @@ import { readFileSync } from 'node:fs';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER, TurnCancelled, type Session } from '../agent.ts';
+import {
+  API_ERROR_ANSWER,
+  EMPTY_ANSWER,
+  MAX_STEPS,
+  runAgent,
+  STEP_LIMIT_ANSWER,
+  TurnCancelled,
+  type Session,
+} from '../agent.ts';
 import { loadMessages, loadRows, newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { INTERRUPTED_ANSWER } from '../stored-history.ts';
@@ -44,7 +52,10 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     let release!: () => void;
     fake.reply(
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
-      { text: 'Order 1042 has shipped.', gate: new Promise<void>((resolve) => (release = resolve)) },
+      {
+        text: 'Order 1042 has shipped.',
+        gate: new Promise<void>((resolve) => (release = resolve)),
+      },
     );
     const first = runAgent('Where is order 1042?', session, quiet);
     await fake.waitForChat(2);
@@ -54,23 +65,42 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     await first;
     const stored = await loadMessages(session.conversation.id);
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(stored[1]).toMatchObject({ tool_calls: [{ name: 'get_order_status' }], provider_raw: { provider } });
-    expect(stored[3]).toMatchObject({ content: 'Order 1042 has shipped.', provider_raw: { provider } });
+    expect(stored[1]).toMatchObject({
+      tool_calls: [{ name: 'get_order_status' }],
+      provider_raw: { provider },
+    });
+    expect(stored[3]).toMatchObject({
+      content: 'Order 1042 has shipped.',
+      provider_raw: { provider },
+    });
 
-    fake.reply((view) => ({ text: `You asked ${view.messages.filter((m) => m.role === 'user').length} questions.` }));
+    fake.reply((view) => ({
+      text: `You asked ${view.messages.filter((m) => m.role === 'user').length} questions.`,
+    }));
     const second = await runAgent('How many questions did I ask?', session, quiet);
     expect(second.answer).toBe('You asked 2 questions.');
     const sent = fake.chats()[2].view!;
-    expect(sent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+    expect(sent.messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ]);
     expect(sent.system).toContain('Nimbus');
     expect(sent.system).toContain('"Maya Patel" (maya.patel@example.com)');
     // The system prompt is never stored: it is added fresh to every request.
-    expect((await loadMessages(session.conversation.id)).some((m) => (m.role as string) === 'system')).toBe(false);
+    expect(
+      (await loadMessages(session.conversation.id)).some((m) => (m.role as string) === 'system'),
+    ).toBe(false);
   });
 
   it('keeps the token counts and request size of every model call beside the message it wrote', async () => {
     fake.reply(
-      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }], usage: { input: 321, output: 12 } },
+      {
+        tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }],
+        usage: { input: 321, output: 12 },
+      },
       { text: 'Shipped.', usage: { input: 456, output: 7 } },
     );
     await runAgent('Where is order 1042?', session, quiet);
@@ -87,7 +117,11 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
   });
 
   it('stores the fallback as a plain answer after the step limit, and the history stays valid', async () => {
-    fake.reply(...Array.from({ length: MAX_STEPS }, (_, i) => ({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }] })));
+    fake.reply(
+      ...Array.from({ length: MAX_STEPS }, (_, i) => ({
+        tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
+      })),
+    );
     await runAgent('Everything, please', session, quiet);
     const stored = await loadMessages(session.conversation.id);
     expect(stored.at(-1)).toEqual({ role: 'assistant', content: STEP_LIMIT_ANSWER });
@@ -114,7 +148,9 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     const controller = new AbortController();
     let release!: () => void;
     fake.reply({ text: 'too late', gate: new Promise<void>((resolve) => (release = resolve)) });
-    const pending = runAgent('Cancel me', session, { ...quiet, signal: controller.signal }).catch((e) => e);
+    const pending = runAgent('Cancel me', session, { ...quiet, signal: controller.signal }).catch(
+      (e) => e,
+    );
     await fake.waitForChat(1);
     controller.abort();
     const error = await pending;
@@ -122,18 +158,33 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     expect(error.kept).toBe('nothing');
     release();
     expect(session.conversation.saved).toBe(false);
-    expect(await query('SELECT id FROM conversations WHERE id = ?', [session.conversation.id])).toEqual([]);
-    const types = readFileSync(conversationTraceFile(session.conversation.id), 'utf8').trim().split('\n').map((line) => JSON.parse(line).type);
+    expect(
+      await query('SELECT id FROM conversations WHERE id = ?', [session.conversation.id]),
+    ).toEqual([]);
+    const types = readFileSync(conversationTraceFile(session.conversation.id), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).type);
     expect(types).toEqual(['start', 'memory', 'cancelled']);
   });
 
   it('keeps what a tool did when cancelled after it ran, closes the turn, and shows it to the next question', async () => {
     const controller = new AbortController();
     fake.reply(
-      { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: 'Refund for 1042.', order_id: 1042 } }] },
+      {
+        tool_calls: [
+          {
+            name: 'create_support_ticket',
+            arguments: { category: 'refund', summary: 'Refund for 1042.', order_id: 1042 },
+          },
+        ],
+      },
       { text: 'never delivered', gate: new Promise(() => {}) },
     );
-    const pending = runAgent('Open a refund ticket for 1042', session, { ...quiet, signal: controller.signal }).catch((e) => e);
+    const pending = runAgent('Open a refund ticket for 1042', session, {
+      ...quiet,
+      signal: controller.signal,
+    }).catch((e) => e);
     await fake.waitForChat(2);
     controller.abort();
     const error = await pending;
@@ -147,20 +198,42 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
 
     // "Yes please" again: the model sees the ticket, and asking for it again opens no second one.
     fake.reply(
-      { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: 'Refund for 1042, again.', order_id: 1042 } }] },
-      (view) => ({ text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.` }),
+      {
+        tool_calls: [
+          {
+            name: 'create_support_ticket',
+            arguments: { category: 'refund', summary: 'Refund for 1042, again.', order_id: 1042 },
+          },
+        ],
+      },
+      (view) => ({
+        text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.`,
+      }),
     );
     const next = await runAgent('Yes please, open it.', session, quiet);
-    const sent = fake.chats().at(-2)!.view!.messages.map((m) => m.tool_result?.result as { ticket_id?: number } | undefined);
+    const sent = fake
+      .chats()
+      .at(-2)!
+      .view!.messages.map((m) => m.tool_result?.result as { ticket_id?: number } | undefined);
     expect(sent.some((result) => result?.ticket_id === ticket.ticket_id)).toBe(true);
     expect(next.answer).toBe(`Your ticket is #${ticket.ticket_id}.`);
-    const [count] = await query<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM tickets WHERE order_id = 1042 AND customer_id = 1 AND status = 'open'");
+    const [count] = await query<Array<{ n: number }>>(
+      "SELECT COUNT(*) AS n FROM tickets WHERE order_id = 1042 AND customer_id = 1 AND status = 'open'",
+    );
     expect(count.n).toBe(1);
   });
 
   it('keeps what a tool did when the key turns out wrong mid-turn, and closes the turn', async () => {
-    fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] }, { error: { status: 401 } });
+    fake.reply(
+      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
+      { error: { status: 401 } },
+    );
     await expect(runAgent('Where is 1042?', session, quiet)).rejects.toThrow(/API_KEY/);
-    expect((await loadMessages(session.conversation.id)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect((await loadMessages(session.conversation.id)).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
   });
 });

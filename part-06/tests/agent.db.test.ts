@@ -4,7 +4,14 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { API_ERROR_ANSWER, EMPTY_ANSWER, MAX_STEPS, runAgent, STEP_LIMIT_ANSWER, type Session } from '../agent.ts';
+import {
+  API_ERROR_ANSWER,
+  EMPTY_ANSWER,
+  MAX_STEPS,
+  runAgent,
+  STEP_LIMIT_ANSWER,
+  type Session,
+} from '../agent.ts';
 import { loadMessages, newConversation } from '../memory.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { REPEATED_CALL_ERROR } from '../safe-run-tool.ts';
@@ -32,7 +39,8 @@ afterEach(() => {
 });
 
 const quiet = { quiet: true };
-const result = (view: { toolResults: Array<{ result: unknown }> }, i = 0) => view.toolResults[i].result as Record<string, any>;
+const result = (view: { toolResults: Array<{ result: unknown }> }, i = 0) =>
+  view.toolResults[i].result as Record<string, any>;
 
 function readTrace(file: string) {
   return readFileSync(file, 'utf8')
@@ -52,10 +60,21 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   it('works through a two-step task: look up, check eligibility, answer', async () => {
     fake.reply(
       { tool_calls: [{ name: 'list_customer_orders', arguments: {} }] },
-      (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: result(view).orders[1].order_id } }] }),
+      (view) => ({
+        tool_calls: [
+          {
+            name: 'check_refund_eligibility',
+            arguments: { order_id: result(view).orders[1].order_id },
+          },
+        ],
+      }),
       (view) => ({ text: `Order ${result(view).order_id}: ${result(view).reason}` }),
     );
-    const outcome = await runAgent('Can I return my headphones? My email is maya.patel@example.com', session, quiet);
+    const outcome = await runAgent(
+      'Can I return my headphones? My email is maya.patel@example.com',
+      session,
+      quiet,
+    );
     expect(outcome).toMatchObject({
       answer: 'Order 1043: Paid 20 days ago, outside the 14-day refund window.',
       outcome: 'answered',
@@ -64,7 +83,13 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     expect(outcome.usage.input_tokens).toBeGreaterThan(0);
     // The last request carried the whole history of the question: both calls and both results.
     const last = fake.chats()[2].view!;
-    expect(last.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(last.messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
   });
 
   it('runs parallel calls of one step and sends all results back together', async () => {
@@ -82,9 +107,17 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   });
 
   it('stops at the step limit with a friendly answer', async () => {
-    fake.reply(...Array.from({ length: MAX_STEPS }, (_, i) => ({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }] })));
+    fake.reply(
+      ...Array.from({ length: MAX_STEPS }, (_, i) => ({
+        tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
+      })),
+    );
     const outcome = await runAgent('Tell me everything', session, quiet);
-    expect(outcome).toMatchObject({ answer: STEP_LIMIT_ANSWER, outcome: 'step_limit', steps: MAX_STEPS });
+    expect(outcome).toMatchObject({
+      answer: STEP_LIMIT_ANSWER,
+      outcome: 'step_limit',
+      steps: MAX_STEPS,
+    });
     expect(fake.chats()).toHaveLength(MAX_STEPS);
     expect(readTrace(outcome.traceFile).map((e) => e.type)).toContain('step_limit');
   });
@@ -100,9 +133,16 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     );
     const outcome = await runAgent('Open a refund ticket for 1042', session, quiet);
     expect(outcome.answer).toBe(JSON.stringify({ error: REPEATED_CALL_ERROR }));
-    const results = readTrace(outcome.traceFile).filter((e) => e.type === 'tool_result').map((e) => e.result);
+    const results = readTrace(outcome.traceFile)
+      .filter((e) => e.type === 'tool_result')
+      .map((e) => e.result);
     expect(results[0]).toMatchObject({ created: true });
-    expect(results[1]).toEqual({ created: false, already_open: true, ticket_id: results[0].ticket_id, status: 'open' });
+    expect(results[1]).toEqual({
+      created: false,
+      already_open: true,
+      ticket_id: results[0].ticket_id,
+      status: 'open',
+    });
     expect(results[2]).toEqual({ error: REPEATED_CALL_ERROR });
   });
 
@@ -130,10 +170,14 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     try {
       // The model still gets a result it can read, and the customer still gets the answer…
       const outcome = await runAgent('Where is 1042?', session, quiet);
-      expect(outcome).toMatchObject({ answer: expect.stringMatching(/^Sorry: get_order_status failed/), outcome: 'answered' });
+      expect(outcome).toMatchObject({
+        answer: expect.stringMatching(/^Sorry: get_order_status failed/),
+        outcome: 'answered',
+      });
       expect(outcome.saveError).toMatch(/^Cannot reach MySQL at .*:9/);
       expect(fake.chats()[1].view?.toolResults[0].result).toEqual({
-        error: 'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
+        error:
+          'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
       });
     } finally {
       await closePool();
@@ -141,7 +185,9 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     }
     // …while the turn, which could not be saved, left nothing half-written behind.
     const events = readTrace(conversationTraceFile(session.conversation.id));
-    expect(events.find((e) => e.type === 'tool_result').exception).toMatch(/^Cannot reach MySQL at .*:9/);
+    expect(events.find((e) => e.type === 'tool_result').exception).toMatch(
+      /^Cannot reach MySQL at .*:9/,
+    );
     expect(events.filter((e) => e.type === 'save_failed')).toHaveLength(2);
     expect(await loadMessages(session.conversation.id)).toEqual([]);
   });
@@ -154,17 +200,27 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     const outcome = await runAgent('Where is 1042?', session, quiet);
     expect(outcome).toMatchObject({ answer: API_ERROR_ANSWER, outcome: 'api_error', steps: 2 });
     const error = readTrace(outcome.traceFile).find((e) => e.type === 'api_error');
-    expect(error).toMatchObject({ step: 2, status: 400, message: expect.stringContaining('Request contains an invalid argument.') });
+    expect(error).toMatchObject({
+      step: 2,
+      status: 400,
+      message: expect.stringContaining('Request contains an invalid argument.'),
+    });
   });
 
-  it('stops with the provider\'s message when the key is wrong', async () => {
+  it("stops with the provider's message when the key is wrong", async () => {
     fake.reply({ error: { status: 401 } });
-    await expect(runAgent('Hello', session, quiet)).rejects.toThrow(provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/);
+    await expect(runAgent('Hello', session, quiet)).rejects.toThrow(
+      provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/,
+    );
   });
 
   it('asks to rephrase when the final answer is empty', async () => {
     fake.reply({ text: '   ' });
-    expect(await runAgent('Hmm', session, quiet)).toMatchObject({ answer: EMPTY_ANSWER, outcome: 'empty_answer', steps: 1 });
+    expect(await runAgent('Hmm', session, quiet)).toMatchObject({
+      answer: EMPTY_ANSWER,
+      outcome: 'empty_answer',
+      steps: 1,
+    });
   });
 
   it('writes every event as one well-formed JSON line with a timestamp', async () => {
@@ -174,16 +230,43 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     );
     const outcome = await runAgent('Refund for 1043?', session, quiet);
     const events = readTrace(outcome.traceFile);
-    expect(events.map((e) => e.type)).toEqual(['start', 'memory', 'tool_call', 'tool_result', 'final_answer', 'end']);
+    expect(events.map((e) => e.type)).toEqual([
+      'start',
+      'memory',
+      'tool_call',
+      'tool_result',
+      'final_answer',
+      'end',
+    ]);
     for (const event of events) {
       expect(new Date(event.ts).toISOString()).toBe(event.ts);
       expect(event.trace).toBe(events[0].trace);
     }
-    expect(events[0]).toMatchObject({ question: 'Refund for 1043?', conversation_id: session.conversation.id });
-    expect(events[1]).toMatchObject({ full: 0, compacted: 0, dropped: 0, read_all: true, chars: 2, max_chars: 12_000 });
-    expect(events[2]).toMatchObject({ step: 1, name: 'check_refund_eligibility', arguments: { order_id: 1043 }, ms: expect.any(Number) });
+    expect(events[0]).toMatchObject({
+      question: 'Refund for 1043?',
+      conversation_id: session.conversation.id,
+    });
+    expect(events[1]).toMatchObject({
+      full: 0,
+      compacted: 0,
+      dropped: 0,
+      read_all: true,
+      chars: 2,
+      max_chars: 12_000,
+    });
+    expect(events[2]).toMatchObject({
+      step: 1,
+      name: 'check_refund_eligibility',
+      arguments: { order_id: 1043 },
+      ms: expect.any(Number),
+    });
     expect(events[3]).toMatchObject({ step: 1, result: { eligible: false } });
     expect(events[4]).toMatchObject({ step: 2, ms: expect.any(Number) });
-    expect(events[5]).toMatchObject({ answer: 'Not eligible, sorry.', outcome: 'answered', steps: 2, tokens: outcome.usage });
+    expect(events[5]).toMatchObject({
+      answer: 'Not eligible, sorry.',
+      outcome: 'answered',
+      steps: 2,
+      tokens: outcome.usage,
+    });
   });
 });

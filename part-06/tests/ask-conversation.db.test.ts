@@ -28,12 +28,16 @@ describe('ask.ts with conversations', () => {
     const first = await runScript(SCRIPT, ['Where is my order?'], { env });
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('Which order do you mean?\n');
-    const id = first.stderr.match(/Conversation ([0-9a-f]{32}): ask a follow-up with npx tsx part-06\/ask\.ts --conversation=\1 "…"/)![1];
+    const id = first.stderr.match(
+      /Conversation ([0-9a-f]{32}): ask a follow-up with npx tsx part-06\/ask\.ts --conversation=\1 "…"/,
+    )![1];
 
     fake.reply((view) => ({ text: `Earlier you asked: "${view.messages[0].text}"` }));
     const second = await runScript(SCRIPT, [`--conversation=${id}`, 'It is 1042.'], { env });
     expect(second.stdout).toBe('Earlier you asked: "Where is my order?"\n');
-    expect(second.stderr).toMatch(/\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — \d+ of 12,000 chars/);
+    expect(second.stderr).toMatch(
+      /\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — \d+ of 12,000 chars/,
+    );
     expect(second.stderr).toContain(`Conversation ${id}:`);
   });
 
@@ -41,7 +45,9 @@ describe('ask.ts with conversations', () => {
     fake.reply({ text: 'Hello!' });
     const result = await runScript(SCRIPT, [`--conversation=${'0'.repeat(32)}`, 'Hi'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Conversation ${'0'.repeat(32)} was not found; starting a new one.`);
+    expect(result.stderr).toContain(
+      `Conversation ${'0'.repeat(32)} was not found; starting a new one.`,
+    );
     expect(result.stderr).toMatch(/Conversation (?!0{32})[0-9a-f]{32}: ask a follow-up/);
   });
 });

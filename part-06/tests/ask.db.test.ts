@@ -22,7 +22,9 @@ afterAll(async () => {
 
 const refundScript = [
   { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
-  (view: any) => ({ text: `Sorry, order 1043 can't be refunded: ${view.toolResults[0].result.reason}` }),
+  (view: any) => ({
+    text: `Sorry, order 1043 can't be refunded: ${view.toolResults[0].result.reason}`,
+  }),
 ];
 
 describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
@@ -33,8 +35,12 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
       cwd: path.dirname(SCRIPT),
     });
     expect(result.code).toBe(0);
-    expect(result.stdout).toBe("Sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.\n");
-    expect(result.stderr).toMatch(/\[step 1\] model → check_refund_eligibility\(\{"order_id":1043\}\) \(\d+ ms\)/);
+    expect(result.stdout).toBe(
+      "Sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.\n",
+    );
+    expect(result.stderr).toMatch(
+      /\[step 1\] model → check_refund_eligibility\(\{"order_id":1043\}\) \(\d+ ms\)/,
+    );
     expect(result.stderr).toMatch(/\[step 1\] tool ← \{"order_id":1043,"status":"delivered",/);
     expect(result.stderr).toMatch(/\[step 2\] model answered \(\d+ ms\)/);
     expect(result.stderr).toMatch(/\(answered after 2 steps, \d+ tokens\)/);
@@ -44,22 +50,30 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
 describe('ask.ts options and errors', () => {
   it('--quiet hides the trace lines', async () => {
     fake.reply(...refundScript);
-    const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], { env: { ...fake.env('gemini'), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], {
+      env: { ...fake.env('gemini'), DB_NAME: db.name },
+    });
     expect(result.code).toBe(0);
     expect(result.stderr).not.toContain('[step');
   });
 
   it('exits 1 after the fallback answer when the provider keeps failing', async () => {
     fake.reply({ error: { status: 400, message: 'Bad request' } });
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('openai'), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('openai'), DB_NAME: db.name },
+    });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("Sorry, I can't reach my assistant service right now.");
-    expect(result.stderr).toContain('[step 1] provider error: The OpenAI-compatible server answered 400: Bad request');
+    expect(result.stderr).toContain(
+      '[step 1] provider error: The OpenAI-compatible server answered 400: Bad request',
+    );
   });
 
   it('a wrong key is one clear line and exit 1', async () => {
     fake.reply({ error: { status: 401 } });
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), DB_NAME: db.name } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('gemini'), DB_NAME: db.name },
+    });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr.trim().split('\n').at(-1)).toBe(
@@ -74,8 +88,12 @@ describe('ask.ts options and errors', () => {
   });
 
   it('an unreachable database is one line naming host and port, exit 1', async () => {
-    const result = await runScript(SCRIPT, ['Hello'], { env: { ...fake.env('gemini'), DB_NAME: db.name, DB_HOST: '127.0.0.1', DB_PORT: '9' } });
+    const result = await runScript(SCRIPT, ['Hello'], {
+      env: { ...fake.env('gemini'), DB_NAME: db.name, DB_HOST: '127.0.0.1', DB_PORT: '9' },
+    });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.\n');
+    expect(result.stderr).toBe(
+      'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.\n',
+    );
   });
 });

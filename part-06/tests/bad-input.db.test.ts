@@ -33,7 +33,11 @@ describe('conversation ids are checked wherever they enter', () => {
   ])('%s refuses a malformed id: one line, exit 2', async (name, args, where) => {
     const result = await runScript(script(name), args, { env, input: '' });
     expect(result.code).toBe(2);
-    expect(result.stderr.split('\n')[0]).toMatch(new RegExp(`^${where} needs a conversation id: 32 lowercase hex characters \\(got ".*"\\)\\.$`));
+    expect(result.stderr.split('\n')[0]).toMatch(
+      new RegExp(
+        `^${where} needs a conversation id: 32 lowercase hex characters \\(got ".*"\\)\\.$`,
+      ),
+    );
     expect(result.stdout).toBe('');
   });
 });
@@ -42,21 +46,37 @@ describe('flags that make no sense', () => {
   it('bench.ts --runs=abc is refused instead of running 40', async () => {
     const result = await runScript(script('bench.ts'), ['--runs=abc'], { env });
     expect(result.code).toBe(2);
-    expect(result.stderr.split('\n')[0]).toBe('--runs must be a whole number of at least 5 (got "abc").');
+    expect(result.stderr.split('\n')[0]).toBe(
+      '--runs must be a whole number of at least 5 (got "abc").',
+    );
   });
 });
 
 describe('a database that cannot be reached', () => {
   it.each([
-    ['wrong port', { DB_PORT: '9' }, 'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.'],
-    ['wrong password', { DB_USER: 'nimbus_no_such_user', DB_PASSWORD: 'wrong' }, 'MySQL at 127.0.0.1:3306 refused user "nimbus_no_such_user". Check DB_USER and DB_PASSWORD in .env.'],
-  ])('%s: one line naming what to check, exit 1, and nothing asked', async (_, override, message) => {
-    const before = fake.chats().length;
-    const result = await runScript(script('chat.ts'), [], { env: { ...env, DB_HOST: '127.0.0.1', ...override }, input: 'Where is order 1042?\n' });
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`${message}\n`);
-    expect(fake.chats()).toHaveLength(before);
-  });
+    [
+      'wrong port',
+      { DB_PORT: '9' },
+      'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.',
+    ],
+    [
+      'wrong password',
+      { DB_USER: 'nimbus_no_such_user', DB_PASSWORD: 'wrong' },
+      'MySQL at 127.0.0.1:3306 refused user "nimbus_no_such_user". Check DB_USER and DB_PASSWORD in .env.',
+    ],
+  ])(
+    '%s: one line naming what to check, exit 1, and nothing asked',
+    async (_, override, message) => {
+      const before = fake.chats().length;
+      const result = await runScript(script('chat.ts'), [], {
+        env: { ...env, DB_HOST: '127.0.0.1', ...override },
+        input: 'Where is order 1042?\n',
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`${message}\n`);
+      expect(fake.chats()).toHaveLength(before);
+    },
+  );
 });
 
 describe('hostile and unusual text', () => {
@@ -76,9 +96,14 @@ describe('hostile and unusual text', () => {
   it(`longer than ${MAX_QUESTION_CHARS} characters is refused before the model is called, and the chat goes on`, async () => {
     const before = fake.chats().length;
     fake.reply({ text: 'Short one answered.' });
-    const chat = await runScript(script('chat.ts'), ['--quiet'], { env, input: `${'x'.repeat(MAX_QUESTION_CHARS + 1)}\nShort one?\n` });
+    const chat = await runScript(script('chat.ts'), ['--quiet'], {
+      env,
+      input: `${'x'.repeat(MAX_QUESTION_CHARS + 1)}\nShort one?\n`,
+    });
     expect(chat.code).toBe(0);
-    expect(chat.stderr).toContain(`That question is ${(MAX_QUESTION_CHARS + 1).toLocaleString('en-US')} characters long; the limit is 4,000. Please shorten it.`);
+    expect(chat.stderr).toContain(
+      `That question is ${(MAX_QUESTION_CHARS + 1).toLocaleString('en-US')} characters long; the limit is 4,000. Please shorten it.`,
+    );
     expect(chat.stdout).toContain('Nimbus: Short one answered.');
     expect(fake.chats()).toHaveLength(before + 1);
     const ask = await runScript(script('ask.ts'), ['x'.repeat(MAX_QUESTION_CHARS + 1)], { env });
@@ -91,14 +116,24 @@ describe('retries the learner can see', () => {
   it('shows the wait before retrying a rate limit, then answers', async () => {
     fake.reply({ error: { status: 429, retryDelay: '0.2s' } }, { text: 'Sorry for the wait!' });
     const chat = await runScript(script('chat.ts'), [], { env, input: 'Hello?\n' });
-    expect(chat.stderr).toContain('[step 1] rate limited by Gemini, retrying in 0.2 s… (retry 1 of 3)');
+    expect(chat.stderr).toContain(
+      '[step 1] rate limited by Gemini, retrying in 0.2 s… (retry 1 of 3)',
+    );
     expect(chat.stdout).toContain('Nimbus: Sorry for the wait!');
   });
 
   it('says a daily quota will not come back by retrying', async () => {
-    fake.reply({ error: { status: 429, quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier', retryDelay: '0.2s' } });
+    fake.reply({
+      error: {
+        status: 429,
+        quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier',
+        retryDelay: '0.2s',
+      },
+    });
     const chat = await runScript(script('chat.ts'), [], { env, input: 'Hello?\n' });
-    expect(chat.stderr).toContain("[step 1] provider error: Gemini's daily quota for gemini-fake is used up (429). Retrying will not help until it resets");
+    expect(chat.stderr).toContain(
+      "[step 1] provider error: Gemini's daily quota for gemini-fake is used up (429). Retrying will not help until it resets",
+    );
     expect(chat.stderr).not.toContain('retrying in');
     expect(chat.stdout).toContain(`Nimbus: ${API_ERROR_ANSWER}`);
   });

@@ -3,7 +3,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { startFakeProvider, type ChatView, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import {
+  startFakeProvider,
+  type ChatView,
+  type FakeProvider,
+} from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, splitIntoTurns } from '../context.ts';
 import { loadMessages } from '../memory.ts';
@@ -26,13 +30,35 @@ function scriptChapter() {
     { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
     (view) => ({ text: `I'm sorry, order 1043 can't be refunded: ${results(view)[0].reason}` }),
     // 2. "What about my other order, 1042?"
-    (view) => ({ tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: Number(view.lastUserText.match(/\d{4}/)![0]) } }] }),
-    (view) => ({ text: `Good news: order ${results(view)[0].order_id} is eligible (${results(view)[0].reason}). Shall I open a refund ticket?` }),
+    (view) => ({
+      tool_calls: [
+        {
+          name: 'check_refund_eligibility',
+          arguments: { order_id: Number(view.lastUserText.match(/\d{4}/)![0]) },
+        },
+      ],
+    }),
+    (view) => ({
+      text: `Good news: order ${results(view)[0].order_id} is eligible (${results(view)[0].reason}). Shall I open a refund ticket?`,
+    }),
     // 3. "Yes please." — no number: the order must come from the conversation sent with the request.
     (view) => {
-      const eligible = view.messages.filter((m) => m.role === 'tool' && (m.tool_result!.result as any).eligible === true);
+      const eligible = view.messages.filter(
+        (m) => m.role === 'tool' && (m.tool_result!.result as any).eligible === true,
+      );
       const orderId = (eligible.at(-1)!.tool_result!.result as any).order_id;
-      return { tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'refund', summary: `Customer asks for a refund of order ${orderId}.`, order_id: orderId } }] };
+      return {
+        tool_calls: [
+          {
+            name: 'create_support_ticket',
+            arguments: {
+              category: 'refund',
+              summary: `Customer asks for a refund of order ${orderId}.`,
+              order_id: orderId,
+            },
+          },
+        ],
+      };
     },
     (view) => ({ text: `Done! Your ticket number is #${results(view)[0].ticket_id}.` }),
   );
@@ -51,7 +77,8 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     scriptChapter();
     firstRun = await runScript(CHAT, [], {
       env,
-      input: 'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nYes please.\nexit\n',
+      input:
+        'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nYes please.\nexit\n',
     });
     conversationId = firstRun.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
   });
@@ -60,19 +87,33 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
   it('holds the whole conversation and says goodbye with the resume hint', () => {
     expect(firstRun.code).toBe(0);
     expect(firstRun.stderr).toContain(`Database "${db.name}": creating customers,`);
-    expect(firstRun.stdout).toMatch(/^Signed in as Maya Patel \(maya\.patel@example\.com\)\.\nNew conversation [0-9a-f]{32}\n/);
+    expect(firstRun.stdout).toMatch(
+      /^Signed in as Maya Patel \(maya\.patel@example\.com\)\.\nNew conversation [0-9a-f]{32}\n/,
+    );
     const out = firstRun.stdout;
-    expect(out).toContain("You: Can I get a refund for order 1043?\nNimbus: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
-    expect(out).toContain('You: What about my other order, 1042?\nNimbus: Good news: order 1042 is eligible (Paid and within the refund window (11 days left).). Shall I open a refund ticket?');
+    expect(out).toContain(
+      "You: Can I get a refund for order 1043?\nNimbus: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.",
+    );
+    expect(out).toContain(
+      'You: What about my other order, 1042?\nNimbus: Good news: order 1042 is eligible (Paid and within the refund window (11 days left).). Shall I open a refund ticket?',
+    );
     expect(out).toMatch(/You: Yes please\.\nNimbus: Done! Your ticket number is #5001\./);
-    expect(out).toContain(`You: exit\nBye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`);
+    expect(out).toContain(
+      `You: exit\nBye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`,
+    );
     expect(firstRun.stderr).toMatch(/\[step 0\] memory: no earlier turns\n/);
-    expect(firstRun.stderr).toMatch(/\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/);
-    expect(firstRun.stderr).toMatch(/\[step 0\] memory: 2 earlier turns — 2 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/);
+    expect(firstRun.stderr).toMatch(
+      /\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/,
+    );
+    expect(firstRun.stderr).toMatch(
+      /\[step 0\] memory: 2 earlier turns — 2 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/,
+    );
   });
 
   it('created the ticket for 1042 from the conversation, without the customer repeating the number', async () => {
-    const tickets = await query<Array<{ id: number; order_id: number; category: string }>>(`SELECT id, order_id, category FROM \`${db.name}\`.tickets`);
+    const tickets = await query<Array<{ id: number; order_id: number; category: string }>>(
+      `SELECT id, order_id, category FROM \`${db.name}\`.tickets`,
+    );
     expect(tickets).toEqual([{ id: 5001, order_id: 1042, category: 'refund' }]);
   });
 
@@ -91,8 +132,13 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     );
     if (provider === 'gemini') {
       // The replayed function-call parts carry the signatures Gemini issued with them.
-      const replayed = third.body.contents.filter((c: any) => c.role === 'model' && c.parts.some((p: any) => p.functionCall));
-      const issued = stored.filter((m) => m.role === 'assistant' && m.tool_calls).slice(0, 2).map((m: any) => m.provider_raw.message.parts[0].thoughtSignature);
+      const replayed = third.body.contents.filter(
+        (c: any) => c.role === 'model' && c.parts.some((p: any) => p.functionCall),
+      );
+      const issued = stored
+        .filter((m) => m.role === 'assistant' && m.tool_calls)
+        .slice(0, 2)
+        .map((m: any) => m.provider_raw.message.parts[0].thoughtSignature);
       expect(replayed.map((c: any) => c.parts[0].thoughtSignature)).toEqual(issued);
       expect(issued.every((s: string) => /^sig-/.test(s))).toBe(true);
     }
@@ -101,15 +147,25 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
   it('shows the context: the first turn compacted, the last two in full', async () => {
     const shown = await runScript(SHOW, [conversationId, '--context'], { env });
     expect(shown.code).toBe(0);
-    expect(shown.stdout).toMatch(/^ +1 {2}compacted +[\d,]+ +[\d,]+ +[\d,]+ {2}Can I get a refund for order 1043\?$/m);
-    expect(shown.stdout).toMatch(/^ +2 {2}full +[\d,]+ +[\d,]+ +[\d,]+ {2}What about my other order, 1042\?$/m);
+    expect(shown.stdout).toMatch(
+      /^ +1 {2}compacted +[\d,]+ +[\d,]+ +[\d,]+ {2}Can I get a refund for order 1043\?$/m,
+    );
+    expect(shown.stdout).toMatch(
+      /^ +2 {2}full +[\d,]+ +[\d,]+ +[\d,]+ {2}What about my other order, 1042\?$/m,
+    );
     expect(shown.stdout).toMatch(/^ +3 {2}full +[\d,]+ +[\d,]+ +[\d,]+ {2}Yes please\.$/m);
-    expect(shown.stdout).toMatch(/^Budget: \[#*\.*\] [\d,]+ of 12,000 chars \(\d+%\) — 2 full, 1 compacted, 0 dropped$/m);
+    expect(shown.stdout).toMatch(
+      /^Budget: \[#*\.*\] [\d,]+ of 12,000 chars \(\d+%\) — 2 full, 1 compacted, 0 dropped$/m,
+    );
     const messages = shown.stdout.split('Messages sent with the next question:\n')[1].split('\n');
     expect(messages[0]).toBe('  user: Can I get a refund for order 1043?');
-    expect(messages[1]).toBe("  assistant: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.");
+    expect(messages[1]).toBe(
+      "  assistant: I'm sorry, order 1043 can't be refunded: Paid 20 days ago, outside the 14-day refund window.",
+    );
     expect(messages[2]).toBe('  user: What about my other order, 1042?');
-    expect(messages[3]).toBe(`  assistant [${provider}]: (requested tools) check_refund_eligibility({"order_id":1042})`);
+    expect(messages[3]).toBe(
+      `  assistant [${provider}]: (requested tools) check_refund_eligibility({"order_id":1042})`,
+    );
   });
 
   it('continues the conversation with --resume in a new process', async () => {
@@ -117,11 +173,16 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
       const ticket = view.messages.find((m) => m.role === 'assistant' && /#\d+/.test(m.text ?? ''));
       return { text: `Your ticket is ${ticket!.text!.match(/#\d+/)![0]}.` };
     });
-    const resumed = await runScript(CHAT, [`--resume=${conversationId}`], { env, input: 'What was my ticket number again?\n' });
+    const resumed = await runScript(CHAT, [`--resume=${conversationId}`], {
+      env,
+      input: 'What was my ticket number again?\n',
+    });
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain(`Resuming conversation ${conversationId}`);
     expect(resumed.stdout).toContain('Nimbus: Your ticket is #5001.');
-    expect(resumed.stdout).toContain(`Bye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`);
+    expect(resumed.stdout).toContain(
+      `Bye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`,
+    );
     process.env.DB_NAME = db.name;
     expect(splitIntoTurns(await loadMessages(conversationId))).toHaveLength(4);
   });
@@ -137,12 +198,17 @@ describe('chat.ts input handling', () => {
   it('ignores empty lines, leaves on quit in any case, and at the end of input', async () => {
     fake.reply({ text: 'Hello!' });
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
-    const quit = await runScript(CHAT, ['--quiet'], { env, input: '\n   \nHi\nQUIT\nnever asked\n' });
+    const quit = await runScript(CHAT, ['--quiet'], {
+      env,
+      input: '\n   \nHi\nQUIT\nnever asked\n',
+    });
     expect(quit.code).toBe(0);
     expect(quit.stdout).toContain('You: Hi\nNimbus: Hello!');
     expect(quit.stdout).not.toContain('never asked');
     expect(quit.stderr).not.toContain('[step');
-    expect(quit.stdout).toMatch(/Bye! Resume later with: npx tsx part-06\/chat\.ts --resume=[0-9a-f]{32}\n$/);
+    expect(quit.stdout).toMatch(
+      /Bye! Resume later with: npx tsx part-06\/chat\.ts --resume=[0-9a-f]{32}\n$/,
+    );
     // Nothing asked, nothing stored: no conversation to resume.
     const eof = await runScript(CHAT, [], { env, input: '' });
     expect(eof.code).toBe(0);
@@ -153,9 +219,15 @@ describe('chat.ts input handling', () => {
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
     const missing = await runScript(CHAT, [`--resume=${'a'.repeat(32)}`], { env, input: '' });
     expect(missing.code).toBe(0);
-    expect(missing.stdout).toMatch(new RegExp(`\\nConversation ${'a'.repeat(32)} was not found; starting a new one\\.\\nNew conversation [0-9a-f]{32}\\n`));
+    expect(missing.stdout).toMatch(
+      new RegExp(
+        `\\nConversation ${'a'.repeat(32)} was not found; starting a new one\\.\\nNew conversation [0-9a-f]{32}\\n`,
+      ),
+    );
     const malformed = await runScript(CHAT, ['--resume=1043'], { env, input: '' });
     expect(malformed.code).toBe(2);
-    expect(malformed.stderr.split('\n')[0]).toBe('--resume needs a conversation id: 32 lowercase hex characters (got "1043").');
+    expect(malformed.stderr.split('\n')[0]).toBe(
+      '--resume needs a conversation id: 32 lowercase hex characters (got "1043").',
+    );
   });
 });

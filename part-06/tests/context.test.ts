@@ -1,19 +1,39 @@
 // Turn-preserving context: hand-made edge cases, then hundreds of random conversations against a reference.
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
-import { buildContext, compactTurn, MEMORY_MAX_CHARS, MEMORY_RECENT_TURNS, splitIntoTurns } from '../context.ts';
+import {
+  buildContext,
+  compactTurn,
+  MEMORY_MAX_CHARS,
+  MEMORY_RECENT_TURNS,
+  splitIntoTurns,
+} from '../context.ts';
 import { randomConversation } from './random-conversations.ts';
 
 const user = (content: string): Message => ({ role: 'user', content });
-const answer = (content: string): Message => ({ role: 'assistant', content, provider_raw: { provider: 'gemini', message: { parts: [{ text: content }] } } });
+const answer = (content: string): Message => ({
+  role: 'assistant',
+  content,
+  provider_raw: { provider: 'gemini', message: { parts: [{ text: content }] } },
+});
 const call = (id: string): Message => ({
   role: 'assistant',
   content: '',
   tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1043 } }],
   provider_raw: { provider: 'openai', message: { tool_calls: [id] } },
 });
-const result = (id: string): Message => ({ role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"delivered"}' });
-const turn = (n: number, size = 10): Message[] => [user(`question ${n} ${'q'.repeat(size)}`), call(`c${n}`), result(`c${n}`), answer(`answer ${n}`)];
+const result = (id: string): Message => ({
+  role: 'tool',
+  tool_call_id: id,
+  name: 'get_order_status',
+  content: '{"status":"delivered"}',
+});
+const turn = (n: number, size = 10): Message[] => [
+  user(`question ${n} ${'q'.repeat(size)}`),
+  call(`c${n}`),
+  result(`c${n}`),
+  answer(`answer ${n}`),
+];
 
 describe('splitIntoTurns', () => {
   it('starts a turn at each user message', () => {
@@ -32,7 +52,14 @@ describe('splitIntoTurns', () => {
 
 describe('compactTurn', () => {
   it('keeps the question and the last answer with text, as plain messages', () => {
-    const t = [user('q'), answer('first thoughts'), call('c1'), result('c1'), answer('final'), { role: 'assistant', content: '  ' } as Message];
+    const t = [
+      user('q'),
+      answer('first thoughts'),
+      call('c1'),
+      result('c1'),
+      answer('final'),
+      { role: 'assistant', content: '  ' } as Message,
+    ];
     expect(compactTurn(t)).toEqual([user('q'), { role: 'assistant', content: 'final' }]);
   });
 
@@ -47,16 +74,33 @@ describe('compactTurn', () => {
 
 describe('buildContext', () => {
   it('handles an empty history', () => {
-    expect(buildContext([])).toEqual({ messages: [], chars: 2, full: 0, compacted: 0, dropped: 0, turns: [] });
+    expect(buildContext([])).toEqual({
+      messages: [],
+      chars: 2,
+      full: 0,
+      compacted: 0,
+      dropped: 0,
+      turns: [],
+    });
   });
 
   it('keeps a single turn whole', () => {
-    expect(buildContext(turn(1))).toMatchObject({ messages: turn(1), full: 1, compacted: 0, dropped: 0 });
+    expect(buildContext(turn(1))).toMatchObject({
+      messages: turn(1),
+      full: 1,
+      compacted: 0,
+      dropped: 0,
+    });
   });
 
   it('keeps the last two turns whole and compacts the ones before', () => {
     const context = buildContext([...turn(1), ...turn(2), ...turn(3)]);
-    expect(context.messages).toEqual([user(turn(1)[0].content as string), { role: 'assistant', content: 'answer 1' }, ...turn(2), ...turn(3)]);
+    expect(context.messages).toEqual([
+      user(turn(1)[0].content as string),
+      { role: 'assistant', content: 'answer 1' },
+      ...turn(2),
+      ...turn(3),
+    ]);
     expect(context).toMatchObject({ full: 2, compacted: 1, dropped: 0 });
     expect(context.chars).toBe(JSON.stringify(splitIntoTurns(context.messages)).length);
   });
@@ -90,10 +134,12 @@ function reference(messages: Message[]): Message[] {
     if (i >= turns.length - MEMORY_RECENT_TURNS) return t;
     const out: Message[] = t[0].role === 'user' ? [t[0]] : [];
     const answers = t.filter((m) => m.role === 'assistant' && m.content.trim() !== '');
-    if (answers.length) out.push({ role: 'assistant', content: answers[answers.length - 1].content as string });
+    if (answers.length)
+      out.push({ role: 'assistant', content: answers[answers.length - 1].content as string });
     return out;
   });
-  while (JSON.stringify(shaped).length > MEMORY_MAX_CHARS && shaped.length > 1) shaped = shaped.slice(1);
+  while (JSON.stringify(shaped).length > MEMORY_MAX_CHARS && shaped.length > 1)
+    shaped = shaped.slice(1);
   return shaped.flat();
 }
 
@@ -124,7 +170,8 @@ describe('buildContext on 400 random conversations', () => {
 
       // Within budget, unless a single turn is all that is left; and the size is measured as promised.
       expect(context.chars).toBe(JSON.stringify(output).length);
-      if (output.length > 1) expect(context.chars, `seed ${seed}`).toBeLessThanOrEqual(MEMORY_MAX_CHARS);
+      if (output.length > 1)
+        expect(context.chars, `seed ${seed}`).toBeLessThanOrEqual(MEMORY_MAX_CHARS);
       expect(context.full + context.compacted + context.dropped).toBe(input.length);
 
       if (context.compacted) seen.compacted++;

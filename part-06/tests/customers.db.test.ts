@@ -46,15 +46,28 @@ describe('signing in', () => {
     fake.reply({ text: 'Hello Maya!' }, { text: 'Hello Liam!' });
     const maya = await runScript(CHAT, ['--quiet'], { env, input: 'Hi\n' });
     expect(maya.stdout.split('\n')[0]).toBe('Signed in as Maya Patel (maya.patel@example.com).');
-    const liam = await runScript(CHAT, ['--quiet', '--customer=Liam.OBrien@Example.com'], { env, input: 'Hi\n' });
+    const liam = await runScript(CHAT, ['--quiet', '--customer=Liam.OBrien@Example.com'], {
+      env,
+      input: 'Hi\n',
+    });
     expect(liam.stdout.split('\n')[0]).toBe("Signed in as Liam O'Brien (liam.obrien@example.com).");
-    expect(fake.chats().at(-1)!.view!.system).toContain('"Liam O\'Brien" (liam.obrien@example.com)');
+    expect(fake.chats().at(-1)!.view!.system).toContain(
+      '"Liam O\'Brien" (liam.obrien@example.com)',
+    );
   });
 
   // Every reason to refuse is in session.db.test.ts; here, what the scripts do with one.
   it.each([
-    [['--customer=SOFIA.GARCÍA@EXAMPLE.COM'], {}, 'There is no customer with the email sofia.garcía@example.com.'],
-    [[], { CUSTOMER_EMAIL: '' }, 'Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.'],
+    [
+      ['--customer=SOFIA.GARCÍA@EXAMPLE.COM'],
+      {},
+      'There is no customer with the email sofia.garcía@example.com.',
+    ],
+    [
+      [],
+      { CUSTOMER_EMAIL: '' },
+      'Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.',
+    ],
   ])('refuses %j %j: one line, exit 2, no question asked', async (args, extra, message) => {
     const before = fake.chats().length;
     const run = await runScript(ASK, [...args, 'Hi'], { env: { ...env, ...extra } });
@@ -68,40 +81,71 @@ describe('conversations belong to their customer', () => {
   it("another customer's conversation is not found, exactly like a missing one, for chat.ts and ask.ts", async () => {
     const mayas = await conversationOf('maya.patel@example.com');
     fake.reply({ text: 'Hello Liam.' }, { text: 'Hello again.' });
-    const chat = await runScript(CHAT, ['--quiet', '--customer=liam.obrien@example.com', `--resume=${mayas}`], { env, input: 'What did I ask before?\n' });
+    const chat = await runScript(
+      CHAT,
+      ['--quiet', '--customer=liam.obrien@example.com', `--resume=${mayas}`],
+      { env, input: 'What did I ask before?\n' },
+    );
     expect(chat.stdout).toContain(`Conversation ${mayas} was not found; starting a new one.`);
-    const ask = await runScript(ASK, ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${mayas}`, 'And now?'], { env });
+    const ask = await runScript(
+      ASK,
+      ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${mayas}`, 'And now?'],
+      { env },
+    );
     expect(ask.stderr).toContain(`Conversation ${mayas} was not found; starting a new one.`);
     // Nothing of Maya's conversation reached the model.
-    for (const request of fake.chats().slice(-2)) expect(request.view!.messages.map((m) => m.text)).not.toContain('Hi');
-    const missing = await runScript(ASK, ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${'f'.repeat(32)}`, 'x'], { env });
-    expect(missing.stderr.replace('f'.repeat(32), mayas)).toContain(`Conversation ${mayas} was not found; starting a new one.`);
+    for (const request of fake.chats().slice(-2))
+      expect(request.view!.messages.map((m) => m.text)).not.toContain('Hi');
+    const missing = await runScript(
+      ASK,
+      ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${'f'.repeat(32)}`, 'x'],
+      { env },
+    );
+    expect(missing.stderr.replace('f'.repeat(32), mayas)).toContain(
+      `Conversation ${mayas} was not found; starting a new one.`,
+    );
   });
 
   it('a resume hint printed for a --customer run keeps the --customer, so it continues that conversation', async () => {
     fake.reply({ text: 'Hello Liam.' });
-    const first = await runScript(CHAT, ['--quiet', '--customer=liam.obrien@example.com'], { env, input: 'Hi\n' });
+    const first = await runScript(CHAT, ['--quiet', '--customer=liam.obrien@example.com'], {
+      env,
+      input: 'Hi\n',
+    });
     const id = first.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
-    expect(first.stdout).toContain(`Bye! Resume later with: npx tsx part-06/chat.ts --resume=${id} --customer=liam.obrien@example.com`);
-    const again = await runScript(CHAT, ['--quiet', `--resume=${id}`, '--customer=liam.obrien@example.com'], { env, input: 'exit\n' });
+    expect(first.stdout).toContain(
+      `Bye! Resume later with: npx tsx part-06/chat.ts --resume=${id} --customer=liam.obrien@example.com`,
+    );
+    const again = await runScript(
+      CHAT,
+      ['--quiet', `--resume=${id}`, '--customer=liam.obrien@example.com'],
+      { env, input: 'exit\n' },
+    );
     expect(again.stdout).toContain(`Resuming conversation ${id}`);
   });
 
   it("the operator's show-conversation shows any conversation, and whose it is", async () => {
     const liams = await conversationOf('liam.obrien@example.com');
     const shown = await runScript(SHOW, [liams], { env });
-    expect(shown.stdout.split('\n')[0]).toMatch(new RegExp(`^Conversation ${liams} of Liam O'Brien \\(liam\\.obrien@example\\.com\\): `));
+    expect(shown.stdout.split('\n')[0]).toMatch(
+      new RegExp(`^Conversation ${liams} of Liam O'Brien \\(liam\\.obrien@example\\.com\\): `),
+    );
     const list = await runScript(SHOW, [], { env });
     expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
   });
 
   it("forget.ts --customer deletes every conversation of that customer, everywhere, and no one else's", async () => {
-    const sofias = [await conversationOf('sofia.garcia@example.com'), await conversationOf('sofia.garcia@example.com')];
+    const sofias = [
+      await conversationOf('sofia.garcia@example.com'),
+      await conversationOf('sofia.garcia@example.com'),
+    ];
     const mayas = await conversationOf('maya.patel@example.com');
     for (const id of [...sofias, mayas]) expect(existsSync(conversationTraceFile(id))).toBe(true);
     const run = await runScript(FORGET, ['--customer=sofia.garcia@example.com'], { env });
     expect(run.code).toBe(0);
-    expect(run.stdout.trim().split('\n').at(-1)).toBe('Deleted 2 conversations (4 messages) of sofia.garcia@example.com.');
+    expect(run.stdout.trim().split('\n').at(-1)).toBe(
+      'Deleted 2 conversations (4 messages) of sofia.garcia@example.com.',
+    );
     expect(await query('SELECT id FROM conversations WHERE customer_id = 3')).toEqual([]);
     for (const id of sofias) expect(existsSync(conversationTraceFile(id))).toBe(false);
     expect(existsSync(conversationTraceFile(mayas))).toBe(true);

@@ -26,48 +26,83 @@ afterAll(async () => {
   await db.drop();
 });
 
-const call = (id: string) => ({ role: 'assistant', content: '', tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }] });
-const result = (id: string) => ({ role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"shipped"}' });
+const call = (id: string) => ({
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }],
+});
+const result = (id: string) => ({
+  role: 'tool',
+  tool_call_id: id,
+  name: 'get_order_status',
+  content: '{"status":"shipped"}',
+});
 
 /** Stores rows exactly as given (role column, raw data text), returning their ids. */
 async function storeRaw(conversationId: string, rows: Array<[string, string]>): Promise<number[]> {
   const ids: number[] = [];
   for (const [role, data] of rows) {
-    const inserted = await query<{ insertId: number }>('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [conversationId, role, data]);
+    const inserted = await query<{ insertId: number }>(
+      'INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)',
+      [conversationId, role, data],
+    );
     ids.push(inserted.insertId);
   }
   return ids;
 }
 
-const cases: Array<{ name: string; rows: Array<[string, string]>; damaged: number[]; reason: string }> = [
+const cases: Array<{
+  name: string;
+  rows: Array<[string, string]>;
+  damaged: number[];
+  reason: string;
+}> = [
   {
     name: 'a tool call without its result',
-    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['assistant', JSON.stringify(call('c1'))], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    rows: [
+      ['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })],
+      ['assistant', JSON.stringify(call('c1'))],
+      ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })],
+    ],
     damaged: [1],
     reason: 'tool call without its result',
   },
   {
     name: 'a result without its call',
-    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['tool', JSON.stringify(result('c9'))], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    rows: [
+      ['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })],
+      ['tool', JSON.stringify(result('c9'))],
+      ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })],
+    ],
     damaged: [1],
     reason: 'tool result without its call',
   },
   {
     name: 'an unknown role',
-    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['tool', JSON.stringify({ role: 'function', name: 'x', content: '{}' })], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    rows: [
+      ['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })],
+      ['tool', JSON.stringify({ role: 'function', name: 'x', content: '{}' })],
+      ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })],
+    ],
     damaged: [1],
     reason: 'unknown role "function"',
   },
   {
     name: 'invalid JSON',
-    rows: [['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })], ['assistant', '{"role":"assistant","content":"It sh'], ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })]],
+    rows: [
+      ['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })],
+      ['assistant', '{"role":"assistant","content":"It sh'],
+      ['assistant', JSON.stringify({ role: 'assistant', content: 'It shipped.' })],
+    ],
     damaged: [1],
     reason: 'invalid JSON',
   },
 ];
 
 /** A conversation holding `rows` as stored, then a healthy turn with a tool call to replay next to them. */
-async function damagedConversation(rows: Array<[string, string]>): Promise<{ id: string; ids: number[] }> {
+async function damagedConversation(
+  rows: Array<[string, string]>,
+): Promise<{ id: string; ids: number[] }> {
   const conversation = newConversation(1);
   await query('INSERT INTO conversations (id, customer_id) VALUES (?, 1)', [conversation.id]);
   const ids = await storeRaw(conversation.id, rows);
@@ -81,32 +116,52 @@ async function damagedConversation(rows: Array<[string, string]>): Promise<{ id:
 }
 
 describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
-  it.each(cases)('leaves out $name, names it, and the provider accepts the rest', async ({ rows, damaged, reason }) => {
-    const { id, ids } = await damagedConversation(rows);
-    Object.assign(process.env, fake.env(provider));
-    fake.reply({ text: 'Anything else?' });
-    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
-    let warnings: string;
-    try {
-      const conversation = await findConversation(id, 1);
-      const asked = await runAgent('Thanks!', { customer: maya, conversation: conversation! }, { quiet: true });
-      expect(asked.answer).toBe('Anything else?');
-    } finally {
-      warnings = spy.mock.calls.flat().join('\n');
-      spy.mockRestore();
-    }
-    const badIds = damaged.map((i) => ids[i]);
-    expect(warnings).toContain(`warning: conversation ${id}: left out damaged messages ${badIds.map((i) => `#${i} (${reason})`).join(', ')}`);
-    const request = fake.chats().at(-1)!;
-    expect(request.status).toBe(200);
-    expect(request.view!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user']);
-  });
+  it.each(cases)(
+    'leaves out $name, names it, and the provider accepts the rest',
+    async ({ rows, damaged, reason }) => {
+      const { id, ids } = await damagedConversation(rows);
+      Object.assign(process.env, fake.env(provider));
+      fake.reply({ text: 'Anything else?' });
+      const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
+      let warnings: string;
+      try {
+        const conversation = await findConversation(id, 1);
+        const asked = await runAgent(
+          'Thanks!',
+          { customer: maya, conversation: conversation! },
+          { quiet: true },
+        );
+        expect(asked.answer).toBe('Anything else?');
+      } finally {
+        warnings = spy.mock.calls.flat().join('\n');
+        spy.mockRestore();
+      }
+      const badIds = damaged.map((i) => ids[i]);
+      expect(warnings).toContain(
+        `warning: conversation ${id}: left out damaged messages ${badIds.map((i) => `#${i} (${reason})`).join(', ')}`,
+      );
+      const request = fake.chats().at(-1)!;
+      expect(request.status).toBe(200);
+      expect(request.view!.messages.map((m) => m.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+        'user',
+      ]);
+    },
+  );
 });
 
 describe('show-conversation', () => {
   it.each(cases)('marks $name as left out, and why', async ({ rows, damaged, reason }) => {
     const { id, ids } = await damagedConversation(rows);
     const shown = await runScript(SHOW, [id], { env: { DB_NAME: db.name } });
-    for (const bad of damaged.map((i) => ids[i])) expect(shown.stdout).toMatch(new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`));
+    for (const bad of damaged.map((i) => ids[i]))
+      expect(shown.stdout).toMatch(
+        new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`),
+      );
   });
 });

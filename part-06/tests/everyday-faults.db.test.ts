@@ -34,18 +34,31 @@ afterAll(async () => {
   await db.drop();
 });
 
-const databaseExists = async (name: string) => (await query<unknown[]>('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [name])).length > 0;
+const databaseExists = async (name: string) =>
+  (
+    await query<unknown[]>('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [
+      name,
+    ])
+  ).length > 0;
 const idIn = (stdout: string) => stdout.match(/New conversation ([0-9a-f]{32})/)![1];
 
 describe('settings that cannot work are the first and only thing said', () => {
-  it.each(['chat.ts', 'ask.ts'])('%s without an API key: one line with where to get one, exit 1, nothing created', async (name) => {
-    const unused = `nimbus_test_never_${Date.now().toString(36)}`;
-    const run = await runScript(script(name), name === 'ask.ts' ? ['Hi'] : [], { env: { ...env, GEMINI_API_KEY: '', DB_NAME: unused }, input: 'Hi\n' });
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toBe('GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n');
-    expect(await databaseExists(unused)).toBe(false);
-  });
+  it.each(['chat.ts', 'ask.ts'])(
+    '%s without an API key: one line with where to get one, exit 1, nothing created',
+    async (name) => {
+      const unused = `nimbus_test_never_${Date.now().toString(36)}`;
+      const run = await runScript(script(name), name === 'ask.ts' ? ['Hi'] : [], {
+        env: { ...env, GEMINI_API_KEY: '', DB_NAME: unused },
+        input: 'Hi\n',
+      });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toBe(
+        'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env\n',
+      );
+      expect(await databaseExists(unused)).toBe(false);
+    },
+  );
 
   it.each([
     ['a file', () => path.join(logs, 'a-file')],
@@ -53,10 +66,17 @@ describe('settings that cannot work are the first and only thing said', () => {
   ])('LOG_DIR that is %s: one line naming it, exit 1, before anything else', async (_, dir) => {
     writeFileSync(path.join(logs, 'a-file'), '');
     const before = fake.chats().length;
-    const run = await runScript(script('chat.ts'), [], { env: { ...env, LOG_DIR: dir() }, input: 'Hi\n' });
+    const run = await runScript(script('chat.ts'), [], {
+      env: { ...env, LOG_DIR: dir() },
+      input: 'Hi\n',
+    });
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(new RegExp(`^Traces cannot be written to ${dir().replace(/[.]/g, '\\.')} \\([^)]+\\)\\. Set LOG_DIR in \\.env to a folder you can write to\\.\\n$`));
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `^Traces cannot be written to ${dir().replace(/[.]/g, '\\.')} \\([^)]+\\)\\. Set LOG_DIR in \\.env to a folder you can write to\\.\\n$`,
+      ),
+    );
     expect(fake.chats()).toHaveLength(before);
   });
 });
@@ -70,11 +90,23 @@ describe('a trace that cannot be written mid-conversation', () => {
     const file = path.join(logs, 'conversations', `${conversation}.jsonl`);
     rmSync(file);
     execFileSync('mkfifo', [file]);
-    const second = await runScript(script('chat.ts'), ['--quiet', `--resume=${conversation}`], { env, input: 'Second\n' });
+    const second = await runScript(script('chat.ts'), ['--quiet', `--resume=${conversation}`], {
+      env,
+      input: 'Second\n',
+    });
     expect(second.code).toBe(0);
     expect(second.stdout).toContain('Nimbus: Second answer.');
-    expect(second.stderr).toMatch(new RegExp(`^warning: could not write the trace .*${conversation}\\.jsonl \\(ENXIO\\); carrying on without it\\.\\n$`));
-    expect((await loadMessages(conversation)).map((m) => m.content)).toEqual(['First', 'First answer.', 'Second', 'Second answer.']);
+    expect(second.stderr).toMatch(
+      new RegExp(
+        `^warning: could not write the trace .*${conversation}\\.jsonl \\(ENXIO\\); carrying on without it\\.\\n$`,
+      ),
+    );
+    expect((await loadMessages(conversation)).map((m) => m.content)).toEqual([
+      'First',
+      'First answer.',
+      'Second',
+      'Second answer.',
+    ]);
   });
 });
 
@@ -100,21 +132,33 @@ describe('a save that fails', () => {
     const result = await done;
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Nimbus: Answer while the database is busy.');
-    expect(result.stderr).toMatch(/^Not saved: MySQL at .* was busy: another session held a lock for more than 5 s \(ER_LOCK_WAIT_TIMEOUT\)\.$/m);
+    expect(result.stderr).toMatch(
+      /^Not saved: MySQL at .* was busy: another session held a lock for more than 5 s \(ER_LOCK_WAIT_TIMEOUT\)\.$/m,
+    );
     expect(result.stdout).toContain('Nimbus: Answer after.');
-    expect((await loadMessages(id)).map((m) => m.content)).toEqual(['First', 'First answer.', 'Later?', 'Answer after.']);
+    expect((await loadMessages(id)).map((m) => m.content)).toEqual([
+      'First',
+      'First answer.',
+      'Later?',
+      'Answer after.',
+    ]);
   });
 });
 
 describe.each(['gemini', 'openai'] as const)('a provider that never answers (%s)', (provider) => {
   it('is a provider error after LLM_TIMEOUT_SECONDS, retries included: the fallback answer, and the chat goes on', async () => {
-    fake.reply({ text: 'never delivered', gate: new Promise(() => {}) }, { text: 'Second answer.' });
+    fake.reply(
+      { text: 'never delivered', gate: new Promise(() => {}) },
+      { text: 'Second answer.' },
+    );
     const run = await runScript(script('chat.ts'), [], {
       env: { ...env, ...fake.env(provider), LLM_TIMEOUT_SECONDS: '1' },
       input: 'First?\nSecond?\n',
     });
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/\[step 1\] provider error: .* did not answer within 1 s \(LLM_TIMEOUT_SECONDS in \.env; retries included\)/);
+    expect(run.stderr).toMatch(
+      /\[step 1\] provider error: .* did not answer within 1 s \(LLM_TIMEOUT_SECONDS in \.env; retries included\)/,
+    );
     expect(run.stdout).toContain(`Nimbus: ${API_ERROR_ANSWER}`);
     expect(run.stdout).toContain('Nimbus: Second answer.');
     expect(run.stdout).not.toContain('Cancelled');
@@ -131,12 +175,25 @@ describe('a reply whose provider_raw says more than the neutral fields', () => {
           object: 'chat.completion',
           created: 1,
           model: 'gpt-fake',
-          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'Here you go.', tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'browser', input: 'x' } }] } }],
+          choices: [
+            {
+              index: 0,
+              finish_reason: 'stop',
+              message: {
+                role: 'assistant',
+                content: 'Here you go.',
+                tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'browser', input: 'x' } }],
+              },
+            },
+          ],
         },
       },
       { text: 'Second answer.' },
     );
-    const run = await runScript(script('chat.ts'), ['--quiet'], { env: { ...env, ...fake.env('openai') }, input: 'First?\nSecond?\n' });
+    const run = await runScript(script('chat.ts'), ['--quiet'], {
+      env: { ...env, ...fake.env('openai') },
+      input: 'First?\nSecond?\n',
+    });
     expect(run.stdout).toContain('Nimbus: Here you go.');
     expect(run.stdout).toContain('Nimbus: Second answer.');
     expect(fake.chats().at(-1)!.status).toBe(200);
@@ -145,15 +202,23 @@ describe('a reply whose provider_raw says more than the neutral fields', () => {
 
 describe('text from the store or a model', () => {
   it('reaches the terminal with control characters and escape sequences made visible, and is stored as written', async () => {
-    const answer = 'Red \x1b[31malert\x1b[0m, bell \x07, right-to-left \u202egnp.exe, half an emoji \ud83c.';
+    const answer =
+      'Red \x1b[31malert\x1b[0m, bell \x07, right-to-left \u202egnp.exe, half an emoji \ud83c.';
     fake.reply({ text: answer });
-    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'Say something odd \x1b[2J\n' });
+    const run = await runScript(script('chat.ts'), ['--quiet'], {
+      env,
+      input: 'Say something odd \x1b[2J\n',
+    });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('You: Say something odd \\x1b[2J\n');
-    expect(run.stdout).toContain('Nimbus: Red \\x1b[31malert\\x1b[0m, bell \\x07, right-to-left \\u202egnp.exe, half an emoji');
+    expect(run.stdout).toContain(
+      'Nimbus: Red \\x1b[31malert\\x1b[0m, bell \\x07, right-to-left \\u202egnp.exe, half an emoji',
+    );
     expect(run.stdout).not.toMatch(/[\x07\x1b\u202e]/);
     const id = idIn(run.stdout);
-    expect((await loadMessages(id))[1]).toMatchObject({ content: answer.replace('\ud83c', '\ufffd') });
+    expect((await loadMessages(id))[1]).toMatchObject({
+      content: answer.replace('\ud83c', '\ufffd'),
+    });
     const shown = await runScript(script('show-conversation.ts'), [id], { env });
     expect(shown.stdout).not.toMatch(/[\x07\x1b\u202e]/);
     expect(shown.stdout).toContain('\\x1b[31malert');
@@ -161,7 +226,10 @@ describe('text from the store or a model', () => {
 
   it('a carriage return inside a piped line does not split the question in two', async () => {
     fake.reply((view) => ({ text: `Got ${JSON.stringify(view.lastUserText)}` }));
-    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'Where is\rmy order 1042?\r\n' });
+    const run = await runScript(script('chat.ts'), ['--quiet'], {
+      env,
+      input: 'Where is\rmy order 1042?\r\n',
+    });
     expect(run.stdout).toContain('You: Where is\\rmy order 1042?\n');
     expect(run.stdout).toContain('Nimbus: Got "Where is\\rmy order 1042?"');
     expect(fake.pending()).toBe(0);
@@ -170,14 +238,24 @@ describe('text from the store or a model', () => {
 
 describe('the help-center index at chat start', () => {
   it('says once when it was built by another model, with the command that rebuilds it', async () => {
-    await query("UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1");
+    await query(
+      "UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1",
+    );
     const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(run.stdout).toContain(
       'The help-center index was built with some-other-model, not fake-embedding-001, so search uses keywords until you rebuild it: npx tsx part-06/build-index.ts',
     );
-    await query("UPDATE help_chunks SET embedding_model = 'fake-embedding-001' WHERE id = (SELECT MIN(id) FROM (SELECT id FROM help_chunks) AS c)");
-    const partial = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n', cwd: path.dirname(script('chat.ts')) });
-    expect(partial.stdout).toMatch(/\d+ of \d+ help-center passages are not indexed with fake-embedding-001 yet, so search cannot find them by meaning\. Finish the index: npx tsx build-index\.ts/);
+    await query(
+      "UPDATE help_chunks SET embedding_model = 'fake-embedding-001' WHERE id = (SELECT MIN(id) FROM (SELECT id FROM help_chunks) AS c)",
+    );
+    const partial = await runScript(script('chat.ts'), ['--quiet'], {
+      env,
+      input: 'exit\n',
+      cwd: path.dirname(script('chat.ts')),
+    });
+    expect(partial.stdout).toMatch(
+      /\d+ of \d+ help-center passages are not indexed with fake-embedding-001 yet, so search cannot find them by meaning\. Finish the index: npx tsx build-index\.ts/,
+    );
     const built = await runScript(script('build-index.ts'), [], { env });
     expect(built.code).toBe(0);
     const after = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
@@ -196,10 +274,16 @@ describe('a conversation deleted while its chat is open', () => {
     await waitForOutput(child, 'Nimbus: First answer.');
     const id = idIn(stdout);
     const forgotten = await runScript(script('forget.ts'), [id], { env });
-    expect(forgotten.stdout).toMatch(new RegExp(`^Deleted conversation ${id}: 2 messages and its trace file `));
+    expect(forgotten.stdout).toMatch(
+      new RegExp(`^Deleted conversation ${id}: 2 messages and its trace file `),
+    );
     child.stdin.end('Second\n');
     const result = await done;
-    expect(result.stdout).toMatch(new RegExp(`Conversation ${id} was deleted, so nothing more is saved in it\\. Continuing in a new conversation: ([0-9a-f]{32})\\nNimbus: Second answer\\.`));
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `Conversation ${id} was deleted, so nothing more is saved in it\\. Continuing in a new conversation: ([0-9a-f]{32})\\nNimbus: Second answer\\.`,
+      ),
+    );
     const next = result.stdout.match(/Continuing in a new conversation: ([0-9a-f]{32})/)![1];
     expect(await query('SELECT id FROM conversations WHERE id = ?', [id])).toEqual([]);
     expect(existsSync(path.join(logs, 'conversations', `${id}.jsonl`))).toBe(false);

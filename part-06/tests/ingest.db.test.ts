@@ -23,7 +23,15 @@ afterAll(async () => {
 });
 
 const chunkRows = () =>
-  query<Array<{ id: number; slug: string; position: number; content_hash: string; embedding: Buffer | null }>>(
+  query<
+    Array<{
+      id: number;
+      slug: string;
+      position: number;
+      content_hash: string;
+      embedding: Buffer | null;
+    }>
+  >(
     `SELECT c.id, a.slug, c.position, c.content_hash, c.embedding FROM help_chunks c
        JOIN help_articles a ON a.id = c.article_id ORDER BY a.slug, c.position`,
   );
@@ -33,13 +41,21 @@ describe('ingestArticles', () => {
     const before = await chunkRows();
     expect(new Set(before.map((r) => r.slug)).size).toBe(16);
     const report = await ingestArticles(dir);
-    expect(report).toMatchObject({ added: [], changed: [], removed: [], unchanged: 16, chunks: before.length });
+    expect(report).toMatchObject({
+      added: [],
+      changed: [],
+      removed: [],
+      unchanged: 16,
+      chunks: before.length,
+    });
     expect(await chunkRows()).toEqual(before);
   });
 
   it('replaces the chunks of a changed article, keeping the embeddings of passages that did not change', async () => {
     // Pretend every chunk was embedded, so we can see which embeddings survive the edit.
-    await query("UPDATE help_chunks SET embedding = 'vector', embedding_model = 'm', dimensions = 1");
+    await query(
+      "UPDATE help_chunks SET embedding = 'vector', embedding_model = 'm', dimensions = 1",
+    );
     const file = path.join(dir, 'refunds.md');
     const original = readFileSync(file, 'utf8');
     writeFileSync(file, original.replace('Day 14 is the last day', 'Day fourteen is the last day'));
@@ -49,14 +65,22 @@ describe('ingestArticles', () => {
     const refunds = (await chunkRows()).filter((r) => r.slug === 'refunds');
     const edited = refunds.filter((r) => r.embedding === null);
     expect(edited).toHaveLength(1); // only the edited passage lost its embedding
-    const [text] = await query<Array<{ text: string }>>('SELECT text FROM help_chunks WHERE id = ?', [edited[0].id]);
+    const [text] = await query<Array<{ text: string }>>(
+      'SELECT text FROM help_chunks WHERE id = ?',
+      [edited[0].id],
+    );
     expect(text.text).toContain('Day fourteen is the last day');
-    expect((await chunkRows()).filter((r) => r.slug !== 'refunds').every((r) => r.embedding !== null)).toBe(true);
+    expect(
+      (await chunkRows()).filter((r) => r.slug !== 'refunds').every((r) => r.embedding !== null),
+    ).toBe(true);
     writeFileSync(file, original);
   });
 
   it('adds a new article and removes a deleted one with all its chunks', async () => {
-    writeFileSync(path.join(dir, 'store-hours.md'), '# Store Hours\n\nWe are online only.\n\n## Pickup\n\nThere is no pickup.\n');
+    writeFileSync(
+      path.join(dir, 'store-hours.md'),
+      '# Store Hours\n\nWe are online only.\n\n## Pickup\n\nThere is no pickup.\n',
+    );
     rmSync(path.join(dir, 'product-care.md'));
     const report = await ingestArticles(dir);
     expect(report).toMatchObject({ added: ['store-hours'], removed: ['product-care'] });

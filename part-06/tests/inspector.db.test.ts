@@ -7,7 +7,15 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView, turnsView } from '../conversation-view.ts';
-import { describeConversation, loadMessages, loadRows, newConversation, saveMessages, type MessageToSave, type StoredMessage } from '../memory.ts';
+import {
+  describeConversation,
+  loadMessages,
+  loadRows,
+  newConversation,
+  saveMessages,
+  type MessageToSave,
+  type StoredMessage,
+} from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { readHistory } from '../stored-history.ts';
 
@@ -28,11 +36,25 @@ function turn(n: number, size = 40): MessageToSave[] {
   return [
     { message: { role: 'user', content: `Question ${n} ${'q'.repeat(size)}` } },
     {
-      message: { role: 'assistant', content: '', tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }] },
+      message: {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }],
+      },
       cost: { input_tokens: 1000 + n, output_tokens: 10, request_chars: 4000 + n },
     },
-    { message: { role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"shipped"}' } },
-    { message: { role: 'assistant', content: `Answer ${n}.` }, cost: { input_tokens: 1100 + n, output_tokens: 20, request_chars: 4400 + n } },
+    {
+      message: {
+        role: 'tool',
+        tool_call_id: id,
+        name: 'get_order_status',
+        content: '{"status":"shipped"}',
+      },
+    },
+    {
+      message: { role: 'assistant', content: `Answer ${n}.` },
+      cost: { input_tokens: 1100 + n, output_tokens: 20, request_chars: 4400 + n },
+    },
   ];
 }
 
@@ -50,7 +72,11 @@ async function conversation(...steps: MessageToSave[][]): Promise<string> {
 
 /** The table rows of `--context`: turn number, fate, stored, sent, total (undefined when dropped). */
 function rowsOf(stdout: string) {
-  return [...stdout.matchAll(/^ +(\d+) {2}(full|compacted|dropped) +([\d,]+) +([\d,]+) +([\d,—]+) {2}(.*)$/gm)].map((m) => ({
+  return [
+    ...stdout.matchAll(
+      /^ +(\d+) {2}(full|compacted|dropped) +([\d,]+) +([\d,]+) +([\d,—]+) {2}(.*)$/gm,
+    ),
+  ].map((m) => ({
     turn: Number(m[1]),
     fate: m[2],
     stored: Number(m[3].replace(/,/g, '')),
@@ -68,7 +94,13 @@ function expected(messages: Message[], budget: MemoryBudget) {
     context,
     rows: context.turns.map((t, i) => {
       if (t.fate !== 'dropped') total += t.sentChars;
-      return { turn: i + 1, fate: t.fate, stored: t.storedChars, sent: t.sentChars, total: t.fate === 'dropped' ? undefined : total };
+      return {
+        turn: i + 1,
+        fate: t.fate,
+        stored: t.storedChars,
+        sent: t.sentChars,
+        total: t.fate === 'dropped' ? undefined : total,
+      };
     }),
   };
 }
@@ -81,7 +113,12 @@ describe('show-conversation --context, turn by turn', () => {
     const { context, rows } = expected(await loadMessages(id), budget);
     expect(rowsOf(shown.stdout).map(({ question: _, ...row }) => row)).toEqual(rows);
     expect(rows.map((r) => r.fate)).toEqual(['dropped', 'compacted', 'compacted', 'full', 'full']);
-    expect(shown.stdout).toMatch(new RegExp(`^Budget: \\[[#.]{24}\\] ${context.chars.toLocaleString('en-US')} of 1,500 chars \\(\\d+%\\) — 2 full, 2 compacted, 1 dropped$`, 'm'));
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        `^Budget: \\[[#.]{24}\\] ${context.chars.toLocaleString('en-US')} of 1,500 chars \\(\\d+%\\) — 2 full, 2 compacted, 1 dropped$`,
+        'm',
+      ),
+    );
     // The dropped turn is shown, its question shortened, so the learner sees what the model will not.
     expect(rowsOf(shown.stdout)[0].question).toMatch(/^Question 1 q+…$/);
     const sent = shown.stdout.split('Messages sent with the next question:\n')[1];
@@ -91,15 +128,26 @@ describe('show-conversation --context, turn by turn', () => {
   it('--budget and --recent give exactly what buildContext gives with those settings', async () => {
     const id = await conversation(turn(1), turn(2, 500), turn(3), turn(4, 900), turn(5), turn(6));
     const messages = await loadMessages(id);
-    for (const budget of [{ maxChars: 900, recentTurns: 1 }, { maxChars: 3000, recentTurns: 3 }, { maxChars: 100_000, recentTurns: 6 }]) {
+    for (const budget of [
+      { maxChars: 900, recentTurns: 1 },
+      { maxChars: 3000, recentTurns: 3 },
+      { maxChars: 100_000, recentTurns: 6 },
+    ]) {
       const shown = await shownContext(id, budget);
-      expect(rowsOf(shown).map(({ question: _, ...row }) => row), JSON.stringify(budget)).toEqual(expected(messages, budget).rows);
+      expect(
+        rowsOf(shown).map(({ question: _, ...row }) => row),
+        JSON.stringify(budget),
+      ).toEqual(expected(messages, budget).rows);
     }
     // The script itself, flags and all: the view, and the exact JSON that will be sent.
     const shown = await runScript(SHOW, [id, '--context', '--budget=900', '--recent=1'], { env });
     expect(shown.stdout).toBe(`${await shownContext(id, { maxChars: 900, recentTurns: 1 })}\n`);
-    const json = await runScript(SHOW, [id, '--context', '--json', '--budget=3000', '--recent=3'], { env });
-    expect(JSON.parse(json.stdout)).toEqual(buildContext(messages, { maxChars: 3000, recentTurns: 3 }).messages);
+    const json = await runScript(SHOW, [id, '--context', '--json', '--budget=3000', '--recent=3'], {
+      env,
+    });
+    expect(JSON.parse(json.stdout)).toEqual(
+      buildContext(messages, { maxChars: 3000, recentTurns: 3 }).messages,
+    );
   });
 
   it('MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env are the defaults, and bad values are one sentence', async () => {
@@ -109,13 +157,27 @@ describe('show-conversation --context, turn by turn', () => {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
       const shown = await shownContext(id);
       expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
-      expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows);
-      for (const [name, value] of [['MEMORY_MAX_CHARS', 'lots'], ['MEMORY_RECENT_TURNS', '0']]) {
-        Object.assign(process.env, { MEMORY_MAX_CHARS: '', MEMORY_RECENT_TURNS: '', [name]: value });
-        expect(() => memoryBudget()).toThrow(`${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`);
+      expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
+        expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
+      );
+      for (const [name, value] of [
+        ['MEMORY_MAX_CHARS', 'lots'],
+        ['MEMORY_RECENT_TURNS', '0'],
+      ]) {
+        Object.assign(process.env, {
+          MEMORY_MAX_CHARS: '',
+          MEMORY_RECENT_TURNS: '',
+          [name]: value,
+        });
+        expect(() => memoryBudget()).toThrow(
+          `${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`,
+        );
       }
     } finally {
-      Object.assign(process.env, { MEMORY_MAX_CHARS: saved.MEMORY_MAX_CHARS, MEMORY_RECENT_TURNS: saved.MEMORY_RECENT_TURNS });
+      Object.assign(process.env, {
+        MEMORY_MAX_CHARS: saved.MEMORY_MAX_CHARS,
+        MEMORY_RECENT_TURNS: saved.MEMORY_RECENT_TURNS,
+      });
     }
   });
 
@@ -126,9 +188,15 @@ describe('show-conversation --context, turn by turn', () => {
     expect(only).toMatchObject({ turn: 1, fate: 'full' });
     expect(shown).toMatch(/^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\)/m);
 
-    const headless = await conversation([{ message: { role: 'assistant', content: 'Welcome back!' } }], turn(1));
+    const headless = await conversation(
+      [{ message: { role: 'assistant', content: 'Welcome back!' } }],
+      turn(1),
+    );
     const view = rowsOf(await shownContext(headless, { maxChars: 12_000, recentTurns: 1 }));
-    expect(view.map((r) => [r.fate, r.question])).toEqual([['compacted', '(no question: messages before the first one)'], ['full', `Question 1 ${'q'.repeat(38)}…`]]);
+    expect(view.map((r) => [r.fate, r.question])).toEqual([
+      ['compacted', '(no question: messages before the first one)'],
+      ['full', `Question 1 ${'q'.repeat(38)}…`],
+    ]);
   });
 
   it('puts the last request’s real input tokens next to its characters', async () => {
@@ -145,8 +213,14 @@ describe('show-conversation <id>', () => {
   it('shows every message turn by turn, with each turn’s tokens and the total', async () => {
     const id = await conversation(turn(1), turn(2));
     const rows = await loadRows(id);
-    const shown = { stdout: turnsView((await describeConversation(id))!, rows, readHistory(rows)).join('\n') };
-    expect(shown.stdout.split('\n')[0]).toMatch(new RegExp(`^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages in 2 turns, started `));
+    const shown = {
+      stdout: turnsView((await describeConversation(id))!, rows, readHistory(rows)).join('\n'),
+    };
+    expect(shown.stdout.split('\n')[0]).toMatch(
+      new RegExp(
+        `^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages in 2 turns, started `,
+      ),
+    );
     expect(shown.stdout).toContain('Turn 1\n');
     expect(shown.stdout).toContain('    2 model calls: 2,102 input + 30 output tokens');
     expect(shown.stdout).toContain('    2 model calls: 2,104 input + 30 output tokens');
@@ -156,20 +230,33 @@ describe('show-conversation <id>', () => {
   it('--json exports the whole conversation: every row, its data as stored, damaged rows included and marked', async () => {
     const id = await conversation(turn(1));
     // A damaged row, as older code or a hand edit could leave: a tool result without its call.
-    await query('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [id, 'tool', JSON.stringify({ role: 'tool', tool_call_id: 'nobody', name: 'x', content: '{}' })]);
+    await query('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [
+      id,
+      'tool',
+      JSON.stringify({ role: 'tool', tool_call_id: 'nobody', name: 'x', content: '{}' }),
+    ]);
     const shown = await runScript(SHOW, [id, '--json'], { env });
     expect(shown.code).toBe(0);
     const exported = JSON.parse(shown.stdout);
     const rows = await loadRows(id);
-    expect(exported).toMatchObject({ id, customer: { name: 'Maya Patel', email: 'maya.patel@example.com' } });
+    expect(exported).toMatchObject({
+      id,
+      customer: { name: 'Maya Patel', email: 'maya.patel@example.com' },
+    });
     expect(exported.messages.map((m: { id: number }) => m.id)).toEqual(rows.map((r) => r.id));
     for (const [i, row] of rows.entries()) {
       const data = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;
       expect(JSON.stringify(exported.messages[i].data)).toBe(JSON.stringify(data)); // byte-equal, key order and all
-      expect(exported.messages[i]).toMatchObject({ role: row.role, created_at: row.created_at.toISOString(), input_tokens: row.input_tokens });
+      expect(exported.messages[i]).toMatchObject({
+        role: row.role,
+        created_at: row.created_at.toISOString(),
+        input_tokens: row.input_tokens,
+      });
     }
     expect(exported.messages.at(-1).damaged).toBe('tool result without its call');
-    expect(exported.messages.slice(0, -1).every((m: { damaged?: string }) => m.damaged === undefined)).toBe(true);
+    expect(
+      exported.messages.slice(0, -1).every((m: { damaged?: string }) => m.damaged === undefined),
+    ).toBe(true);
     const original: StoredMessage[] = turn(1).map((t) => t.message);
     expect(exported.messages.slice(0, 4).map((m: { data: unknown }) => m.data)).toEqual(original);
   });
@@ -177,7 +264,10 @@ describe('show-conversation <id>', () => {
   it.each([
     [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
     [[`${'a'.repeat(32)}`, '--budget=500'], '--budget and --recent go with --context.'],
-    [[`${'a'.repeat(32)}`, '--context', '--recent=0'], '--recent must be a whole number from 1 to 999999999 (got "0").'],
+    [
+      [`${'a'.repeat(32)}`, '--context', '--recent=0'],
+      '--recent must be a whole number from 1 to 999999999 (got "0").',
+    ],
     [[`${'a'.repeat(32)}`, `${'b'.repeat(32)}`], 'Give one conversation id (got 2 arguments).'],
   ])('refuses %j: one line, the usage, exit 2', async (args, message) => {
     const run = await runScript(SHOW, args, { env });

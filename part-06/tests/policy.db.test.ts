@@ -24,11 +24,18 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
     fake.reply(
       (view) => {
         expect(view.tools).toContain('search_help_center');
-        return { tool_calls: [{ name: 'search_help_center', arguments: { query: view.lastUserText } }] };
+        return {
+          tool_calls: [{ name: 'search_help_center', arguments: { query: view.lastUserText } }],
+        };
       },
       (view) => {
-        const found = view.toolResults[0].result as { method: string; results: Array<{ article: string; text: string }> };
-        return { text: `[${found.method}] ${found.results[0].article}: ${found.results[0].text.split('\n\n')[1]}` };
+        const found = view.toolResults[0].result as {
+          method: string;
+          results: Array<{ article: string; text: string }>;
+        };
+        return {
+          text: `[${found.method}] ${found.results[0].article}: ${found.results[0].text.split('\n\n')[1]}`,
+        };
       },
     );
     const result = await runScript(SCRIPT, ['How long do I have to ask for my money back?'], {
@@ -38,6 +45,8 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
     expect(result.stderr).toContain(`Database "${db.name}": creating customers,`);
     expect(result.stderr).toMatch(/Embedded \d+ help-center chunks with fake-embedding-001\./);
     expect(result.stderr).toContain('[step 1] model → search_help_center(');
-    expect(result.stdout).toMatch(/^\[embeddings\] Refunds and the 14-Day Refund Window: .*14 days/);
+    expect(result.stdout).toMatch(
+      /^\[embeddings\] Refunds and the 14-Day Refund Window: .*14 days/,
+    );
   });
 });

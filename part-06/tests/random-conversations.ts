@@ -13,7 +13,20 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-const WORDS = ['order', 'refund', 'shipped', 'window', 'ticket', 'päckchen', '返金', '🎧', "it's", '"quoted"', 'DROP TABLE x;', 'help'];
+const WORDS = [
+  'order',
+  'refund',
+  'shipped',
+  'window',
+  'ticket',
+  'päckchen',
+  '返金',
+  '🎧',
+  "it's",
+  '"quoted"',
+  'DROP TABLE x;',
+  'help',
+];
 
 export interface RandomOptions {
   maxTurns?: number;
@@ -25,7 +38,8 @@ export function randomConversation(seed: number, options: RandomOptions = {}): M
   const random = seededRandom(seed);
   const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)];
   const text = (maxWords: number) => {
-    if (random() < (options.hugeChance ?? 0.02)) return 'x'.repeat(13_000 + Math.floor(random() * 4000));
+    if (random() < (options.hugeChance ?? 0.02))
+      return 'x'.repeat(13_000 + Math.floor(random() * 4000));
     return Array.from({ length: 1 + Math.floor(random() * maxWords) }, () => pick(WORDS)).join(' ');
   };
   const messages: Message[] = [];
@@ -49,15 +63,32 @@ export function randomConversation(seed: number, options: RandomOptions = {}): M
         role: 'assistant',
         content: random() < 0.2 ? text(4) : '',
         tool_calls: calls,
-        provider_raw: { provider, message: { role: 'model', parts: calls.map((c) => ({ functionCall: { name: c.name, args: c.arguments } })), note: text(6) } },
+        provider_raw: {
+          provider,
+          message: {
+            role: 'model',
+            parts: calls.map((c) => ({ functionCall: { name: c.name, args: c.arguments } })),
+            note: text(6),
+          },
+        },
       });
       for (const call of calls) {
-        messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify({ status: text(3) }) });
+        messages.push({
+          role: 'tool',
+          tool_call_id: call.id,
+          name: call.name,
+          content: JSON.stringify({ status: text(3) }),
+        });
       }
     }
     // Most turns end with an answer; some do not (an answer that never came, or an empty one).
     const ending = random();
-    if (ending < 0.8) messages.push({ role: 'assistant', content: text(20), provider_raw: { provider: 'openai', message: { role: 'assistant', content: 'raw' } } });
+    if (ending < 0.8)
+      messages.push({
+        role: 'assistant',
+        content: text(20),
+        provider_raw: { provider: 'openai', message: { role: 'assistant', content: 'raw' } },
+      });
     else if (ending < 0.9) messages.push({ role: 'assistant', content: '' });
   }
   return messages;

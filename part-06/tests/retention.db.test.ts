@@ -1,5 +1,15 @@
 // forget.ts and prune.ts delete a conversation everywhere: no table row and no log line keeps its id or words.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,21 +52,32 @@ async function chatAbout(phrase: string): Promise<string> {
     (view) => ({ text: `About "${view.lastUserText}": it shipped.` }),
   );
   const conversation = newConversation(maya.id);
-  await runAgent(`My secret word is ${phrase}. Where is order 1042?`, { customer: maya, conversation }, { quiet: true });
+  await runAgent(
+    `My secret word is ${phrase}. Where is order 1042?`,
+    { customer: maya, conversation },
+    { quiet: true },
+  );
   return conversation.id;
 }
 
 /** Every place the text could hide: every row of every table, every file under the log folder. */
 async function whereIs(text: string): Promise<string[]> {
   const found: string[] = [];
-  const tables = await query<Array<{ name: string }>>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [db.name]);
+  const tables = await query<Array<{ name: string }>>(
+    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
+    [db.name],
+  );
   for (const { name } of tables) {
     const rows = await query<unknown[]>(`SELECT * FROM \`${name}\``);
-    if (JSON.stringify(rows, (_, v) => (v?.type === 'Buffer' ? undefined : v)).includes(text)) found.push(`table ${name}`);
+    if (JSON.stringify(rows, (_, v) => (v?.type === 'Buffer' ? undefined : v)).includes(text))
+      found.push(`table ${name}`);
   }
   const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
-  for (const file of walk(logs)) if (readFileSync(file, 'utf8').includes(text)) found.push(`file ${path.relative(logs, file)}`);
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
+    );
+  for (const file of walk(logs))
+    if (readFileSync(file, 'utf8').includes(text)) found.push(`file ${path.relative(logs, file)}`);
   return found;
 }
 
@@ -64,12 +85,19 @@ describe('forget.ts', () => {
   it('deletes the conversation, its messages and its traces, and nothing else', async () => {
     const gone = await chatAbout('periwinkle-7731');
     const kept = await chatAbout('marigold-2208');
-    expect(await whereIs('periwinkle-7731')).toEqual(['table messages', `file conversations/${gone}.jsonl`]);
-    expect((await whereIs(gone)).sort()).toEqual(['table conversations', 'table messages', `file conversations/${gone}.jsonl`].sort());
+    expect(await whereIs('periwinkle-7731')).toEqual([
+      'table messages',
+      `file conversations/${gone}.jsonl`,
+    ]);
+    expect((await whereIs(gone)).sort()).toEqual(
+      ['table conversations', 'table messages', `file conversations/${gone}.jsonl`].sort(),
+    );
 
     const result = await runScript(FORGET, [gone], { env });
     expect(result.code).toBe(0);
-    expect(result.stdout).toBe(`Deleted conversation ${gone}: 4 messages and its trace file ${path.relative(process.cwd(), path.join(logs, 'conversations', `${gone}.jsonl`))}.\n`);
+    expect(result.stdout).toBe(
+      `Deleted conversation ${gone}: 4 messages and its trace file ${path.relative(process.cwd(), path.join(logs, 'conversations', `${gone}.jsonl`))}.\n`,
+    );
     expect(await whereIs('periwinkle-7731')).toEqual([]);
     expect(await whereIs(gone)).toEqual([]);
     expect(await whereIs(kept)).toHaveLength(3); // the other conversation is untouched
@@ -82,7 +110,9 @@ describe('forget.ts', () => {
   it('refuses a malformed id with exit code 2', async () => {
     const result = await runScript(FORGET, ['not-an-id'], { env });
     expect(result.code).toBe(2);
-    expect(result.stderr.split('\n')[0]).toBe('forget needs a conversation id: 32 lowercase hex characters (got "not-an-id").');
+    expect(result.stderr.split('\n')[0]).toBe(
+      'forget needs a conversation id: 32 lowercase hex characters (got "not-an-id").',
+    );
   });
 });
 
@@ -90,28 +120,35 @@ describe('prune.ts', () => {
   it('deletes conversations unused for N days with their traces, and old traces of no conversation', async () => {
     const old = await chatAbout('tangerine-5150');
     const recent = await chatAbout('cobalt-9090');
-    await query('UPDATE conversations SET updated_at = NOW(3) - INTERVAL 40 DAY WHERE id = ?', [old]);
+    await query('UPDATE conversations SET updated_at = NOW(3) - INTERVAL 40 DAY WHERE id = ?', [
+      old,
+    ]);
     // Traces that belong to no conversation: one from Part 4/5's ask-agent, one left by a deleted conversation.
     const monthAgo = new Date(Date.now() - 40 * 86_400_000);
     mkdirSync(path.join(logs, 'traces'), { recursive: true });
     const oldQuestion = path.join(logs, 'traces', '2026-10-01T10-00-00-000Z_abc.jsonl');
     const newQuestion = path.join(logs, 'traces', '2026-11-30T10-00-00-000Z_def.jsonl');
     const orphan = path.join(logs, 'conversations', `${'f'.repeat(32)}.jsonl`);
-    for (const file of [oldQuestion, newQuestion, orphan]) writeFileSync(file, '{"type":"start","question":"ultramarine-1234"}\n');
+    for (const file of [oldQuestion, newQuestion, orphan])
+      writeFileSync(file, '{"type":"start","question":"ultramarine-1234"}\n');
     utimesSync(oldQuestion, monthAgo, monthAgo);
     utimesSync(orphan, monthAgo, monthAgo);
 
     const dry = await runScript(PRUNE, ['--days=30', '--dry-run'], { env });
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain(`Would delete conversation ${old} (4 messages) and its traces`);
-    expect(dry.stdout).toContain('Would delete 1 conversation and 2 other trace files older than 30 days.');
+    expect(dry.stdout).toContain(
+      'Would delete 1 conversation and 2 other trace files older than 30 days.',
+    );
     expect(await whereIs('tangerine-5150')).toHaveLength(2);
     expect(existsSync(oldQuestion)).toBe(true);
 
     const real = await runScript(PRUNE, ['--days=30'], { env });
     expect(real.code).toBe(0);
     expect(real.stdout).toContain(`Deleted conversation ${old} (4 messages) and its traces`);
-    expect(real.stdout).toContain('Deleted 1 conversation and 2 other trace files older than 30 days.');
+    expect(real.stdout).toContain(
+      'Deleted 1 conversation and 2 other trace files older than 30 days.',
+    );
     expect(await whereIs('tangerine-5150')).toEqual([]);
     expect(await whereIs(old)).toEqual([]);
     expect(existsSync(oldQuestion) || existsSync(orphan)).toBe(false);
@@ -120,9 +157,14 @@ describe('prune.ts', () => {
     expect(statSync(path.join(logs, 'conversations', `${recent}.jsonl`)).isFile()).toBe(true);
   });
 
-  it.each([[[]], [['--days=0']], [['--days=abc']], [['--days=-3']], [['--days=1.5']]])('refuses %j with exit code 2', async (args) => {
-    const result = await runScript(PRUNE, args, { env });
-    expect(result.code).toBe(2);
-    expect(result.stderr.split('\n')[0]).toMatch(/^--days must be a positive whole number of days/);
-  });
+  it.each([[[]], [['--days=0']], [['--days=abc']], [['--days=-3']], [['--days=1.5']]])(
+    'refuses %j with exit code 2',
+    async (args) => {
+      const result = await runScript(PRUNE, args, { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr.split('\n')[0]).toMatch(
+        /^--days must be a positive whole number of days/,
+      );
+    },
+  );
 });

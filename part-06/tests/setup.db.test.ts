@@ -22,17 +22,34 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 const tables = async () =>
-  (await query<Array<{ name: string }>>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()')).map((r) => r.name).sort();
-const count = async (table: string) => (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+  (
+    await query<Array<{ name: string }>>(
+      'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()',
+    )
+  )
+    .map((r) => r.name)
+    .sort();
+const count = async (table: string) =>
+  (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
 
 /** Every row of the store, with dates as "days ago" so two runs seconds apart compare equal. */
 async function snapshot() {
-  const keys = { customers: 'id', products: 'id', orders: 'id', order_items: 'order_id, product_id' };
+  const keys = {
+    customers: 'id',
+    products: 'id',
+    orders: 'id',
+    order_items: 'order_id, product_id',
+  };
   const result: Record<string, unknown[]> = {};
   for (const [table, key] of Object.entries(keys)) {
     const rows = await query<Record<string, unknown>[]>(`SELECT * FROM ${table} ORDER BY ${key}`);
     result[table] = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v])),
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [
+          k,
+          v instanceof Date ? Math.round((Date.now() - v.getTime()) / 86_400_000) : v,
+        ]),
+      ),
     );
   }
   return result;
@@ -41,8 +58,13 @@ async function snapshot() {
 /** A conversation with one saved turn and a ticket: what people wrote, which only an explicit reset may delete. */
 async function somethingToLose(): Promise<string> {
   const conversation = newConversation(1);
-  await saveMessages(conversation, [{ message: { role: 'user', content: 'Hi' } }, { message: { role: 'assistant', content: 'Hello!' } }]);
-  await query("INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')");
+  await saveMessages(conversation, [
+    { message: { role: 'user', content: 'Hi' } },
+    { message: { role: 'assistant', content: 'Hello!' } },
+  ]);
+  await query(
+    "INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')",
+  );
   return conversation.id;
 }
 
@@ -51,7 +73,9 @@ describe('a first run', () => {
     expect(await tables()).toEqual([...TABLES].sort());
     expect(log[0]).toBe(`Database "${db.name}": creating ${TABLES.join(', ')}.`);
     expect(log).toContain(`Database "${db.name}": defining the refund rule (functions.sql).`);
-    expect(log).toContain('Loaded the sample store into customers, products, orders, order_items (seed.sql).');
+    expect(log).toContain(
+      'Loaded the sample store into customers, products, orders, order_items (seed.sql).',
+    );
     expect(log).toContainEqual(expect.stringMatching(/^Help center: 16 added/));
   });
 
@@ -83,7 +107,9 @@ describe('first runs started at the same moment', () => {
   it('take turns and all succeed, creating everything once', async () => {
     const scratch = await createScratchDatabase();
     try {
-      const results = await Promise.allSettled(Array.from({ length: 5 }, () => ensureDatabase(() => {})));
+      const results = await Promise.allSettled(
+        Array.from({ length: 5 }, () => ensureDatabase(() => {})),
+      );
       expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
       expect(await count('customers')).toBe(8);
       expect(await count('help_articles')).toBe(16);
@@ -100,8 +126,14 @@ describe('commands that only read', () => {
     try {
       const result = await runScript(SHOW, [], { env: { DB_NAME: empty.name } });
       expect(result.code).toBe(1);
-      expect(result.stderr).toBe(`Database "${empty.name}" has no Nimbus tables yet. Create them with: npx tsx part-06/setup.ts\n`);
-      expect(await query('SELECT table_name FROM information_schema.tables WHERE table_schema = ?', [empty.name])).toEqual([]);
+      expect(result.stderr).toBe(
+        `Database "${empty.name}" has no Nimbus tables yet. Create them with: npx tsx part-06/setup.ts\n`,
+      );
+      expect(
+        await query('SELECT table_name FROM information_schema.tables WHERE table_schema = ?', [
+          empty.name,
+        ]),
+      ).toEqual([]);
     } finally {
       await empty.drop();
       process.env.DB_NAME = db.name;
@@ -115,14 +147,20 @@ describe('setup.ts resets, and only when told to', () => {
     const trace = conversationTraceFile(id);
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
-    const plan = { conversations: await count('conversations'), messages: await count('messages'), tickets: await count('tickets') };
+    const plan = {
+      conversations: await count('conversations'),
+      messages: await count('messages'),
+      tickets: await count('tickets'),
+    };
     const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
     expect(refused.code).toBe(2);
     const n = (value: number, noun: string) => `${value} ${noun}${value === 1 ? '' : 's'}`;
     expect(refused.stdout).toBe(
       `Resetting database "${db.name}" deletes ${n(plan.conversations, 'conversation')} (${n(plan.messages, 'message')}), ${n(plan.tickets, 'support ticket')}, 1 trace file.\n`,
     );
-    expect(refused.stderr.split('\n')[0]).toBe('Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes');
+    expect(refused.stderr.split('\n')[0]).toBe(
+      'Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes',
+    );
     expect(await count('conversations')).toBe(plan.conversations);
     expect(existsSync(trace)).toBe(true);
   });
@@ -137,9 +175,13 @@ describe('setup.ts resets, and only when told to', () => {
     expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);
     expect(result.stdout).toMatch(/Deleted \d+ trace files?\./);
     expect(result.stdout).toContain('Skipped the search index: GEMINI_API_KEY is not set.');
-    expect(result.stdout).toContain('Search uses keywords until you build it: npx tsx part-06/build-index.ts');
+    expect(result.stdout).toContain(
+      'Search uses keywords until you build it: npx tsx part-06/build-index.ts',
+    );
     expect(existsSync(trace)).toBe(false);
-    expect([await count('conversations'), await count('messages'), await count('tickets')]).toEqual([0, 0, 0]);
+    expect([await count('conversations'), await count('messages'), await count('tickets')]).toEqual(
+      [0, 0, 0],
+    );
     expect(await count('orders')).toBe(20);
   });
 
@@ -154,7 +196,9 @@ describe('setup.ts resets, and only when told to', () => {
 
 describe('the sample store', () => {
   it("holds the chapters' facts: 1043 paid 20 days ago, 1042 paid 3 days ago, same customer", async () => {
-    const rows = await query<Array<{ id: number; customer_id: number; status: string; days: number }>>(
+    const rows = await query<
+      Array<{ id: number; customer_id: number; status: string; days: number }>
+    >(
       'SELECT id, customer_id, status, DATEDIFF(NOW(), paid_at) AS days FROM orders WHERE id IN (1042, 1043) ORDER BY id',
     );
     expect(rows).toEqual([
@@ -164,8 +208,17 @@ describe('the sample store', () => {
   });
 
   it('has a believable store: every status, about 8 customers, 15 products, 20 orders', async () => {
-    const statuses = await query<Array<{ status: string }>>('SELECT DISTINCT status FROM orders ORDER BY status');
-    expect(statuses.map((r) => r.status).sort()).toEqual(['cancelled', 'delivered', 'paid', 'pending', 'refunded', 'shipped']);
+    const statuses = await query<Array<{ status: string }>>(
+      'SELECT DISTINCT status FROM orders ORDER BY status',
+    );
+    expect(statuses.map((r) => r.status).sort()).toEqual([
+      'cancelled',
+      'delivered',
+      'paid',
+      'pending',
+      'refunded',
+      'shipped',
+    ]);
     const [counts] = await query<Array<Record<string, number>>>(
       `SELECT (SELECT COUNT(*) FROM customers) AS customers, (SELECT COUNT(*) FROM products) AS products,
               (SELECT COUNT(*) FROM orders) AS orders,
@@ -175,7 +228,9 @@ describe('the sample store', () => {
   });
 
   it('keeps unicode and apostrophes in names', async () => {
-    const names = await query<Array<{ name: string }>>('SELECT name FROM customers WHERE id IN (2, 3) ORDER BY id');
+    const names = await query<Array<{ name: string }>>(
+      'SELECT name FROM customers WHERE id IN (2, 3) ORDER BY id',
+    );
     expect(names.map((r) => r.name)).toEqual(["Liam O'Brien", 'Sofia García']);
   });
 });

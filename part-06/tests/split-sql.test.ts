@@ -8,7 +8,11 @@ describe('splitSqlStatements', () => {
       CREATE TABLE a (id INT); # another; comment
       /* block; comment */ INSERT INTO a VALUES (1);;
       SELECT 1`;
-    expect(splitSqlStatements(sql)).toEqual(['CREATE TABLE a (id INT)', 'INSERT INTO a VALUES (1)', 'SELECT 1']);
+    expect(splitSqlStatements(sql)).toEqual([
+      'CREATE TABLE a (id INT)',
+      'INSERT INTO a VALUES (1)',
+      'SELECT 1',
+    ]);
   });
 
   it('keeps semicolons and comment markers that are inside strings and quoted names', () => {

@@ -4,13 +4,22 @@ import { INTERRUPTED_ANSWER, readHistory, type StoredRow } from '../stored-histo
 
 const row = (id: number, data: unknown, role?: string): StoredRow => ({
   id,
-  role: role ?? (typeof data === 'object' && data && 'role' in data ? String((data as { role: string }).role) : 'user'),
+  role:
+    role ??
+    (typeof data === 'object' && data && 'role' in data
+      ? String((data as { role: string }).role)
+      : 'user'),
   data,
 });
 const user = (id: number, content = 'Hi') => row(id, { role: 'user', content });
 const calls = (id: number, ...ids: string[]) =>
-  row(id, { role: 'assistant', content: '', tool_calls: ids.map((c) => ({ id: c, name: 'get_order_status', arguments: { order_id: 1 } })) });
-const result = (id: number, callId: string) => row(id, { role: 'tool', tool_call_id: callId, name: 'get_order_status', content: '{}' });
+  row(id, {
+    role: 'assistant',
+    content: '',
+    tool_calls: ids.map((c) => ({ id: c, name: 'get_order_status', arguments: { order_id: 1 } })),
+  });
+const result = (id: number, callId: string) =>
+  row(id, { role: 'tool', tool_call_id: callId, name: 'get_order_status', content: '{}' });
 const answer = (id: number) => row(id, { role: 'assistant', content: 'Done.' });
 
 describe('readHistory', () => {
@@ -26,7 +35,14 @@ describe('readHistory', () => {
   });
 
   it('leaves out a tool call without its result, with the results it did get', () => {
-    const history = readHistory([user(1), calls(2, 'a', 'b'), result(3, 'a'), answer(4), user(5), answer(6)]);
+    const history = readHistory([
+      user(1),
+      calls(2, 'a', 'b'),
+      result(3, 'a'),
+      answer(4),
+      user(5),
+      answer(6),
+    ]);
     expect(history.ids).toEqual([1, 4, 5, 6]);
     expect(history.damaged).toEqual([
       { id: 2, reason: 'tool call without its result' },
@@ -35,7 +51,17 @@ describe('readHistory', () => {
   });
 
   it('leaves out results without their call, including duplicates and results after a user message', () => {
-    const history = readHistory([user(1), calls(2, 'a'), result(3, 'a'), result(4, 'a'), result(5, 'zzz'), answer(6), user(7), result(8, 'a'), answer(9)]);
+    const history = readHistory([
+      user(1),
+      calls(2, 'a'),
+      result(3, 'a'),
+      result(4, 'a'),
+      result(5, 'zzz'),
+      answer(6),
+      user(7),
+      result(8, 'a'),
+      answer(9),
+    ]);
     expect(history.ids).toEqual([1, 2, 3, 6, 7, 9]);
     expect(history.damaged.map((d) => [d.id, d.reason])).toEqual([
       [4, 'tool result without its call'],
@@ -45,7 +71,16 @@ describe('readHistory', () => {
   });
 
   it('closes a turn that stopped after its tool step (a crash before the answer) with a note, so every turn ends with an answer', () => {
-    const history = readHistory([user(1), calls(2, 'a'), result(3, 'a'), user(4), answer(5), user(6), calls(7, 'b'), result(8, 'b')]);
+    const history = readHistory([
+      user(1),
+      calls(2, 'a'),
+      result(3, 'a'),
+      user(4),
+      answer(5),
+      user(6),
+      calls(7, 'b'),
+      result(8, 'b'),
+    ]);
     expect(history.damaged).toEqual([]);
     expect(history.ids).toEqual([1, 2, 3, undefined, 4, 5, 6, 7, 8, undefined]);
     expect(history.messages[3]).toEqual({ role: 'assistant', content: INTERRUPTED_ANSWER });
@@ -57,8 +92,18 @@ describe('readHistory', () => {
   });
 
   it('drops a provider_raw that disagrees with its neutral fields, keeping the message', () => {
-    const raw = { provider: 'openai', message: { role: 'assistant', content: '', tool_calls: [{ id: 'a', type: 'custom', custom: { name: 'x', input: '' } }] } };
-    const history = readHistory([user(1), row(2, { role: 'assistant', content: 'Done.', provider_raw: raw })]);
+    const raw = {
+      provider: 'openai',
+      message: {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'a', type: 'custom', custom: { name: 'x', input: '' } }],
+      },
+    };
+    const history = readHistory([
+      user(1),
+      row(2, { role: 'assistant', content: 'Done.', provider_raw: raw }),
+    ]);
     expect(history.messages[1]).toEqual({ role: 'assistant', content: 'Done.' });
     expect(history.damaged).toEqual([]);
   });
@@ -70,7 +115,11 @@ describe('readHistory', () => {
       row(3, { role: 'function', content: 'x' }, 'tool'),
       row(4, { role: 'assistant', content: 'x' }, 'user'),
       row(5, { role: 'assistant', content: 42 }),
-      row(6, { role: 'assistant', content: '', tool_calls: [{ id: 'a', name: 'x', arguments: '{"not":"an object"}' }] }),
+      row(6, {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'a', name: 'x', arguments: '{"not":"an object"}' }],
+      }),
       row(7, [1, 2, 3], 'user'),
       answer(8),
     ]);

@@ -50,7 +50,10 @@ export function kindForStatus(status: number | undefined): ProviderErrorKind {
 }
 
 /** `retry-after` is either seconds ("41") or an HTTP date; returns milliseconds from now. */
-export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+export function parseRetryAfter(
+  value: string | null | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!value) return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);

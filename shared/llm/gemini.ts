@@ -1,9 +1,22 @@
 // Talks to Gemini with @google/genai: neutral messages in, neutral ChatResult out.
 import { randomBytes } from 'node:crypto';
-import { ApiError, GoogleGenAI, type Content, type GenerateContentResponse, type Part } from '@google/genai';
+import {
+  ApiError,
+  GoogleGenAI,
+  type Content,
+  type GenerateContentResponse,
+  type Part,
+} from '@google/genai';
 import type { GeminiSettings } from '../config.ts';
 import { ProviderError, firstLine, kindForStatus, parseGoogleDuration } from './errors.ts';
-import { isPlainObject, type AssistantMessage, type ChatResult, type Message, type ToolCall, type ToolDefinition } from './messages.ts';
+import {
+  isPlainObject,
+  type AssistantMessage,
+  type ChatResult,
+  type Message,
+  type ToolCall,
+  type ToolDefinition,
+} from './messages.ts';
 import { providerRawAgrees } from './provider-raw.ts';
 
 /**
@@ -19,7 +32,10 @@ function client(settings: GeminiSettings): GoogleGenAI {
   // Always pass the key: without one the SDK looks for Google Cloud credentials instead.
   // No httpOptions.timeout: the SDK has none by default, and our deadline (retry.ts) bounds the whole call.
   // The SDK's timer would end an attempt as if we had cancelled it.
-  return new GoogleGenAI({ apiKey: settings.apiKey, ...(settings.baseUrl ? { httpOptions: { baseUrl: settings.baseUrl } } : {}) });
+  return new GoogleGenAI({
+    apiKey: settings.apiKey,
+    ...(settings.baseUrl ? { httpOptions: { baseUrl: settings.baseUrl } } : {}),
+  });
 }
 
 export async function geminiChat(
@@ -70,21 +86,27 @@ function toContents(messages: Message[]): Content[] {
     } else {
       const part: Part = {
         functionResponse: {
-          ...(geminiIds.get(message.tool_call_id) ? { id: geminiIds.get(message.tool_call_id) } : {}),
+          ...(geminiIds.get(message.tool_call_id)
+            ? { id: geminiIds.get(message.tool_call_id) }
+            : {}),
           name: message.name,
           response: toResponseObject(message.content),
         },
       };
       // All results of one model step go in one user content; splitting them is a 400.
       const last = contents.at(-1);
-      if (last?.role === 'user' && last.parts?.every((p) => p.functionResponse)) last.parts.push(part);
+      if (last?.role === 'user' && last.parts?.every((p) => p.functionResponse))
+        last.parts.push(part);
       else contents.push({ role: 'user', parts: [part] });
     }
   }
   return contents;
 }
 
-function toModelContent(message: AssistantMessage, geminiIds: Map<string, string | undefined>): Content | undefined {
+function toModelContent(
+  message: AssistantMessage,
+  geminiIds: Map<string, string | undefined>,
+): Content | undefined {
   const calls = message.tool_calls ?? [];
   if (message.provider_raw?.provider === 'gemini' && providerRawAgrees(message)) {
     // Gemini's own content goes back untouched: same parts, same order, signatures where they were.
@@ -139,14 +161,22 @@ function fromResponse(response: GenerateContentResponse): ChatResult {
     const args = call.args ?? {};
     toolCalls.push({
       // Gemini often sends no id; ours stays with the call in the history from now on.
-      id: typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
+      id:
+        typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
       name: call.name,
       arguments: isPlainObject(args) ? args : {},
       ...(isPlainObject(args) ? {} : { arguments_error: 'The arguments were not a JSON object.' }),
     });
   }
-  const message: AssistantMessage = { role: 'assistant', content: text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
-  const withRaw: AssistantMessage = { ...message, provider_raw: { provider: 'gemini', message: content } };
+  const message: AssistantMessage = {
+    role: 'assistant',
+    content: text,
+    ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+  };
+  const withRaw: AssistantMessage = {
+    ...message,
+    provider_raw: { provider: 'gemini', message: content },
+  };
   const usage = response.usageMetadata;
   return {
     text,
@@ -177,7 +207,9 @@ export async function geminiEmbed(
       abortSignal: signal,
     },
   });
-  const vectors = Array.isArray(response.embeddings) ? response.embeddings.map((embedding) => embedding?.values) : [];
+  const vectors = Array.isArray(response.embeddings)
+    ? response.embeddings.map((embedding) => embedding?.values)
+    : [];
   const usable = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0;
   if (vectors.length !== texts.length || !vectors.every(usable)) {
     throw new ProviderError({
@@ -244,14 +276,25 @@ export function geminiError(error: unknown, settings: GeminiSettings): ProviderE
   } else if (status === 429) {
     message = `Gemini's rate limit was reached (429): ${text}`;
   }
-  return new ProviderError({ provider, kind, status, message, retryAfterMs: parseGoogleDuration(retryDelay), cause: error });
+  return new ProviderError({
+    provider,
+    kind,
+    status,
+    message,
+    retryAfterMs: parseGoogleDuration(retryDelay),
+    cause: error,
+  });
 }
 
 interface GoogleErrorBody {
   code?: number;
   message?: string;
   status?: string;
-  details?: Array<{ '@type'?: string; retryDelay?: string; violations?: Array<{ quotaId?: string }> }>;
+  details?: Array<{
+    '@type'?: string;
+    retryDelay?: string;
+    violations?: Array<{ quotaId?: string }>;
+  }>;
 }
 
 function parseJson(text: string): unknown {

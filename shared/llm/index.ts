@@ -22,10 +22,20 @@ export async function chatWithTools(
   // Each SDK takes a few hundred milliseconds to load, so only the one in use is imported.
   if (settings.provider === 'gemini') {
     const { geminiChat, geminiError } = await import('./gemini.ts');
-    return withRetries('Gemini', (signal) => geminiChat(settings, messages, tools, signal), (e) => geminiError(e, settings), options);
+    return withRetries(
+      'Gemini',
+      (signal) => geminiChat(settings, messages, tools, signal),
+      (e) => geminiError(e, settings),
+      options,
+    );
   }
   const { openaiChat, openaiError } = await import('./openai.ts');
-  return withRetries(openaiProviderName(settings), (signal) => openaiChat(settings, messages, tools, signal), (e) => openaiError(e, settings), options);
+  return withRetries(
+    openaiProviderName(settings),
+    (signal) => openaiChat(settings, messages, tools, signal),
+    (e) => openaiError(e, settings),
+    options,
+  );
 }
 
 /** The embedding model in use, or undefined when the provider has none configured. */
@@ -37,15 +47,29 @@ export function embeddingModel(): string | undefined {
  * Turns texts into vectors. `task` matters to Gemini, which embeds questions and documents differently;
  * OpenAI ignores it.
  */
-export async function embed(texts: string[], task: 'document' | 'query', options: ChatOptions = {}): Promise<number[][]> {
+export async function embed(
+  texts: string[],
+  task: 'document' | 'query',
+  options: ChatOptions = {},
+): Promise<number[][]> {
   const settings = llmSettings();
   if (settings.provider === 'gemini') {
     const { geminiEmbed, geminiError } = await import('./gemini.ts');
-    return withRetries('Gemini', (signal) => geminiEmbed(settings, texts, task, signal), (e) => geminiError(e, settings), options);
+    return withRetries(
+      'Gemini',
+      (signal) => geminiEmbed(settings, texts, task, signal),
+      (e) => geminiError(e, settings),
+      options,
+    );
   }
   if (!settings.embeddingModel) {
     throw new Error('No embedding model is configured: set OPENAI_EMBEDDING_MODEL in .env.');
   }
   const { openaiEmbed, openaiError } = await import('./openai.ts');
-  return withRetries(openaiProviderName(settings), (signal) => openaiEmbed(settings, texts, signal), (e) => openaiError(e, settings), options);
+  return withRetries(
+    openaiProviderName(settings),
+    (signal) => openaiEmbed(settings, texts, signal),
+    (e) => openaiError(e, settings),
+    options,
+  );
 }

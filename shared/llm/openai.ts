@@ -4,7 +4,14 @@ import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { llmTimeoutMs, type OpenAISettings } from '../config.ts';
 import { ProviderError, capitalized, firstLine, kindForStatus, parseRetryAfter } from './errors.ts';
-import { isPlainObject, type AssistantMessage, type ChatResult, type Message, type ToolCall, type ToolDefinition } from './messages.ts';
+import {
+  isPlainObject,
+  type AssistantMessage,
+  type ChatResult,
+  type Message,
+  type ToolCall,
+  type ToolDefinition,
+} from './messages.ts';
 import { openaiProviderName } from './openai-name.ts';
 import { parseOpenAIArguments, providerRawAgrees } from './provider-raw.ts';
 
@@ -34,7 +41,11 @@ export async function openaiChat(
         ? {
             tools: tools.map((tool) => ({
               type: 'function' as const,
-              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+              function: {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.parameters,
+              },
             })),
           }
         : {}),
@@ -95,12 +106,18 @@ function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResu
   const choice: unknown = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
   const raw: unknown = isPlainObject(choice) ? choice.message : undefined;
   if (!isPlainObject(raw)) {
-    throw badResponse(settings, `${Provider} answered 200, but its body had no choices[0].message (${preview(completion)}).`);
+    throw badResponse(
+      settings,
+      `${Provider} answered 200, but its body had no choices[0].message (${preview(completion)}).`,
+    );
   }
   const text = replyText(raw);
   if (text === undefined) {
     const content = raw.content;
-    throw badResponse(settings, `${Provider}'s reply had content of type ${typeof content} where text was expected (${preview(content)}).`);
+    throw badResponse(
+      settings,
+      `${Provider}'s reply had content of type ${typeof content} where text was expected (${preview(content)}).`,
+    );
   }
   const toolCalls: ToolCall[] = [];
   for (const call of Array.isArray(raw.tool_calls) ? raw.tool_calls : []) {
@@ -111,19 +128,32 @@ function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResu
     if (typeof name !== 'string' || !name) continue;
     toolCalls.push({
       // Some compatible servers send no id; ours stays with the call in the history from now on.
-      id: typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
+      id:
+        typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
       name,
       ...parseOpenAIArguments(args),
     });
   }
-  const message: AssistantMessage = { role: 'assistant', content: text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
-  const withRaw: AssistantMessage = { ...message, provider_raw: { provider: 'openai', message: raw } };
+  const message: AssistantMessage = {
+    role: 'assistant',
+    content: text,
+    ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+  };
+  const withRaw: AssistantMessage = {
+    ...message,
+    provider_raw: { provider: 'openai', message: raw },
+  };
   const usage = isPlainObject(completion.usage) ? completion.usage : undefined;
   return {
     text,
     tool_calls: toolCalls,
     message: providerRawAgrees(withRaw) ? withRaw : message,
-    usage: usage ? { input_tokens: Number(usage.prompt_tokens ?? 0), output_tokens: Number(usage.completion_tokens ?? 0) } : undefined,
+    usage: usage
+      ? {
+          input_tokens: Number(usage.prompt_tokens ?? 0),
+          output_tokens: Number(usage.completion_tokens ?? 0),
+        }
+      : undefined,
   };
 }
 
@@ -142,14 +172,23 @@ function replyText(raw: Record<string, unknown>): string | undefined {
 }
 
 function badResponse(settings: OpenAISettings, message: string, cause?: unknown): ProviderError {
-  return new ProviderError({ provider: openaiProviderName(settings), kind: 'bad_response', message, cause });
+  return new ProviderError({
+    provider: openaiProviderName(settings),
+    kind: 'bad_response',
+    message,
+    cause,
+  });
 }
 
 /** A 200 whose body is not JSON (or not an object): most often a base URL that points at a web page, not the API. */
 function notJsonError(settings: OpenAISettings, detail: string, cause?: unknown): ProviderError {
   const Provider = capitalized(openaiProviderName(settings));
   const hint = settings.baseUrl ? ' Check OPENAI_BASE_URL in .env.' : '';
-  return badResponse(settings, `${Provider} answered 200, but its body was not JSON (${detail}).${hint}`, cause);
+  return badResponse(
+    settings,
+    `${Provider} answered 200, but its body was not JSON (${detail}).${hint}`,
+    cause,
+  );
 }
 
 /** The first characters of an odd body, enough to recognise a web page or a proxy's message. */
@@ -159,7 +198,11 @@ function preview(value: unknown): string {
   return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
 }
 
-export async function openaiEmbed(settings: OpenAISettings, texts: string[], signal: AbortSignal): Promise<number[][]> {
+export async function openaiEmbed(
+  settings: OpenAISettings,
+  texts: string[],
+  signal: AbortSignal,
+): Promise<number[][]> {
   const response = await client(settings).embeddings.create(
     // Without 'float' the SDK asks for base64, and servers that answer with plain arrays yield [] silently.
     { model: settings.embeddingModel!, input: texts, encoding_format: 'float' },
@@ -168,11 +211,16 @@ export async function openaiEmbed(settings: OpenAISettings, texts: string[], sig
   // Checked item by item, like a chat reply: a compatible server may send anything.
   const data: unknown = response?.data;
   const items = Array.isArray(data) ? data.filter(isPlainObject) : [];
-  const vectors = items.sort((a, b) => Number(a.index) - Number(b.index)).map((item) => item.embedding);
+  const vectors = items
+    .sort((a, b) => Number(a.index) - Number(b.index))
+    .map((item) => item.embedding);
   const usable = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0;
   if (vectors.length !== texts.length || !vectors.every(usable)) {
     const count = vectors.filter(usable).length;
-    throw badResponse(settings, `${capitalized(openaiProviderName(settings))} returned ${count} usable embeddings for ${texts.length} texts.`);
+    throw badResponse(
+      settings,
+      `${capitalized(openaiProviderName(settings))} returned ${count} usable embeddings for ${texts.length} texts.`,
+    );
   }
   return vectors;
 }
@@ -194,7 +242,9 @@ export function openaiError(error: unknown, settings: OpenAISettings): ProviderE
   }
 
   const status = error.status;
-  const text = firstLine((error.error as { message?: string } | undefined)?.message ?? error.message);
+  const text = firstLine(
+    (error.error as { message?: string } | undefined)?.message ?? error.message,
+  );
   let kind = kindForStatus(status);
   let message = `${Provider} answered ${status}: ${text}`;
   if (error.code === 'insufficient_quota') {

@@ -32,7 +32,9 @@ export function providerRawAgrees(message: AssistantMessage): boolean {
  * string is reported in `arguments_error`, not thrown. openai.ts reads replies with it, so "agrees" means
  * "reading the raw again gives the same arguments".
  */
-export function parseOpenAIArguments(text: unknown): Pick<ToolCall, 'arguments' | 'arguments_error'> {
+export function parseOpenAIArguments(
+  text: unknown,
+): Pick<ToolCall, 'arguments' | 'arguments_error'> {
   if (typeof text === 'string') {
     try {
       const value: unknown = JSON.parse(text || '{}');
@@ -52,12 +54,17 @@ function geminiAgrees(content: Record<string, unknown>, text: string, calls: Too
     .filter((part) => typeof part.text === 'string' && !part.thought)
     .map((part) => part.text)
     .join('');
-  const rawCalls = parts.filter((part) => part.functionCall !== undefined).map((part) => part.functionCall);
+  const rawCalls = parts
+    .filter((part) => part.functionCall !== undefined)
+    .map((part) => part.functionCall);
   return (
     rawText === text &&
     rawCalls.length === calls.length &&
     rawCalls.every(
-      (call, i) => isPlainObject(call) && call.name === calls[i].name && sameJson(call.args ?? {}, calls[i].arguments),
+      (call, i) =>
+        isPlainObject(call) &&
+        call.name === calls[i].name &&
+        sameJson(call.args ?? {}, calls[i].arguments),
     )
   );
 }
@@ -65,7 +72,8 @@ function geminiAgrees(content: Record<string, unknown>, text: string, calls: Too
 function openaiAgrees(raw: Record<string, unknown>, text: string, calls: ToolCall[]): boolean {
   const rawText = raw.content ?? '';
   const rawCalls = raw.tool_calls ?? [];
-  if (rawText !== text || !Array.isArray(rawCalls) || rawCalls.length !== calls.length) return false;
+  if (rawText !== text || !Array.isArray(rawCalls) || rawCalls.length !== calls.length)
+    return false;
   return rawCalls.every(
     (call, i) =>
       isPlainObject(call) &&
@@ -82,11 +90,19 @@ function openaiAgrees(raw: Record<string, unknown>, text: string, calls: ToolCal
 /** Deep equality of JSON values. Key order does not count: a database may give the keys back in another order. */
 function sameJson(a: unknown, b: unknown): boolean {
   if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => sameJson(item, b[i]));
+    return (
+      Array.isArray(a) &&
+      Array.isArray(b) &&
+      a.length === b.length &&
+      a.every((item, i) => sameJson(item, b[i]))
+    );
   }
   if (isPlainObject(a) && isPlainObject(b)) {
     const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && sameJson(a[key], b[key]));
+    return (
+      keys.length === Object.keys(b).length &&
+      keys.every((key) => Object.hasOwn(b, key) && sameJson(a[key], b[key]))
+    );
   }
   return a === b;
 }

@@ -69,11 +69,20 @@ export async function withRetries<T>(
 }
 
 function abortedError(provider: string, cause: unknown): ProviderError {
-  return new ProviderError({ provider, kind: 'aborted', message: `The request to ${provider} was cancelled.`, cause });
+  return new ProviderError({
+    provider,
+    kind: 'aborted',
+    message: `The request to ${provider} was cancelled.`,
+    cause,
+  });
 }
 
 /** The deadline passed during an attempt; `lastError` is what the attempt before it (if any) ran into. */
-function timeoutError(provider: string, timeoutMs: number, lastError: ProviderError | undefined): ProviderError {
+function timeoutError(
+  provider: string,
+  timeoutMs: number,
+  lastError: ProviderError | undefined,
+): ProviderError {
   const sentence = `${capitalized(provider)} did not answer within ${timeoutMs / 1000} s (LLM_TIMEOUT_SECONDS in .env; retries included).`;
   return new ProviderError({
     provider,
@@ -100,7 +109,8 @@ async function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** "rate limited by Gemini, retrying in 41 s…" — the same wording the agent's trace uses. */
 export function describeRetry(info: RetryInfo): string {
   // Short waits keep a decimal ("0.5 s"); long ones are rounded ("41 s").
-  const seconds = info.waitMs < 10_000 ? Math.round(info.waitMs / 100) / 10 : Math.round(info.waitMs / 1000);
+  const seconds =
+    info.waitMs < 10_000 ? Math.round(info.waitMs / 100) / 10 : Math.round(info.waitMs / 1000);
   const why =
     info.reason === 'rate_limit'
       ? `rate limited by ${info.provider}`

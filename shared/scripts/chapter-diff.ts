@@ -13,33 +13,52 @@ const SQL_ORDER = ['schema.sql', 'functions.sql', 'seed.sql'];
  * New files are shown in full as additions, removed files in full as removals, unchanged files not at all.
  * The README, tests/ and scenarios.json are left out unless `all` is set; then they follow the code.
  */
-export function chapterDiff(from: number, to: number, { all = false } = {}): { files: string[]; text: string } {
+export function chapterDiff(
+  from: number,
+  to: number,
+  { all = false } = {},
+): { files: string[]; text: string } {
   const [fromDir, toDir] = [partFolder(from), partFolder(to)];
   const older = readPart(fromDir);
   const newer = readPart(toDir);
   // A removed file has no newer version; its old imports still tell where it belongs.
   const sources = new Map([...older, ...newer]);
-  const changed = new Set([...sources.keys()].filter((file) => older.get(file) !== newer.get(file)));
+  const changed = new Set(
+    [...sources.keys()].filter((file) => older.get(file) !== newer.get(file)),
+  );
 
   const order = readingOrder(sources);
   const extras = order.filter((file) => changed.has(file) && isExtra(file));
   const candidates = order.filter((file) => changed.has(file) && (all || !isExtra(file)));
-  const diffs = new Map(candidates.map((file) => [file, unifiedDiff(fromDir, toDir, file, older.has(file), newer.has(file))]));
+  const diffs = new Map(
+    candidates.map((file) => [
+      file,
+      unifiedDiff(fromDir, toDir, file, older.has(file), newer.has(file)),
+    ]),
+  );
   // Listed only if diff printed something, so the list and the text agree even if a file is saved meanwhile.
   const files = candidates.filter((file) => diffs.get(file) !== '');
   const code = files.filter((file) => !isExtra(file));
 
   const title = to === from + 1 ? `Chapter ${to}` : `${fromDir} → ${toDir}`;
-  const text = [`${summary(title, code, extras.length, all)}\n`, ...files.map((file) => diffs.get(file))].join('');
+  const text = [
+    `${summary(title, code, extras.length, all)}\n`,
+    ...files.map((file) => diffs.get(file)),
+  ].join('');
   return { files, text };
 }
 
 /** e.g. "Chapter 6: 2 code files changed — schema.sql, chat.ts. 5 README and test files left out; add --all to see them." */
 function summary(title: string, code: string[], extras: number, all: boolean): string {
   const plural = code.length === 1 ? '' : 's';
-  const changed = code.length === 0 ? 'no code files changed' : `${code.length} code file${plural} changed — ${code.join(', ')}`;
+  const changed =
+    code.length === 0
+      ? 'no code files changed'
+      : `${code.length} code file${plural} changed — ${code.join(', ')}`;
   if (extras === 0) return `${title}: ${changed}.`;
-  const rest = all ? `Followed by ${extras} README and test files.` : `${extras} README and test files left out; add --all to see them.`;
+  const rest = all
+    ? `Followed by ${extras} README and test files.`
+    : `${extras} README and test files left out; add --all to see them.`;
   return `${title}: ${changed}. ${rest}`;
 }
 
@@ -52,8 +71,15 @@ function partFolder(part: number): string {
 /** Every file in a part folder, by its path inside the folder (e.g. "tests/chunking.test.ts"), with its text. */
 function readPart(folder: string): Map<string, string> {
   const dir = path.join(ROOT_DIR, folder);
-  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((file) => statSync(path.join(dir, file)).isFile());
-  return new Map(files.map((file) => [file.split(path.sep).join('/'), readFileSync(path.join(dir, file), 'utf8')]));
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((file) =>
+    statSync(path.join(dir, file)).isFile(),
+  );
+  return new Map(
+    files.map((file) => [
+      file.split(path.sep).join('/'),
+      readFileSync(path.join(dir, file), 'utf8'),
+    ]),
+  );
 }
 
 /** What explains the code rather than being the code; shown only with --all. */
@@ -71,12 +97,19 @@ function readingOrder(sources: Map<string, string>): string[] {
   const names = [...sources.keys()].sort();
   const sql = names.filter((file) => file.endsWith('.sql') && !isExtra(file));
   const typescript = names.filter((file) => file.endsWith('.ts') && !isExtra(file));
-  const sqlRank = (file: string) => (SQL_ORDER.includes(file) ? SQL_ORDER.indexOf(file) : SQL_ORDER.length);
+  const sqlRank = (file: string) =>
+    SQL_ORDER.includes(file) ? SQL_ORDER.indexOf(file) : SQL_ORDER.length;
   const importsOf = (file: string) => localImports(file, sources.get(file)!);
   return [
     ...sql.sort((a, b) => sqlRank(a) - sqlRank(b)), // stable, so other SQL files stay alphabetical after the three
-    ...dependenciesFirst(typescript.filter((file) => !isEntryScript(sources.get(file)!)), importsOf),
-    ...dependenciesFirst(typescript.filter((file) => isEntryScript(sources.get(file)!)), importsOf),
+    ...dependenciesFirst(
+      typescript.filter((file) => !isEntryScript(sources.get(file)!)),
+      importsOf,
+    ),
+    ...dependenciesFirst(
+      typescript.filter((file) => isEntryScript(sources.get(file)!)),
+      importsOf,
+    ),
     // Any other kind of file (there is none yet) still counts as code, so no change goes unseen.
     ...names.filter((file) => !file.endsWith('.sql') && !file.endsWith('.ts') && !isExtra(file)),
     ...names.filter(isExtra),
@@ -85,7 +118,9 @@ function readingOrder(sources: Map<string, string>): string[] {
 
 /** The files of the same part that `file` imports: `from './memory.ts'` inside part-06 is "memory.ts". */
 function localImports(file: string, source: string): string[] {
-  const specifiers = [...source.matchAll(/\bfrom\s+['"](\.\.?\/[^'"]+)['"]/g)].map((match) => match[1]);
+  const specifiers = [...source.matchAll(/\bfrom\s+['"](\.\.?\/[^'"]+)['"]/g)].map(
+    (match) => match[1],
+  );
   return specifiers.map((specifier) => path.posix.join(path.posix.dirname(file), specifier));
 }
 
@@ -94,7 +129,9 @@ function localImports(file: string, source: string): string[] {
  * first goes next. Imports of files outside `files` (shared/, or the other group) are ignored.
  */
 function dependenciesFirst(files: string[], importsOf: (file: string) => string[]): string[] {
-  const waitingOn = new Map(files.map((file) => [file, new Set(importsOf(file).filter((dep) => files.includes(dep)))]));
+  const waitingOn = new Map(
+    files.map((file) => [file, new Set(importsOf(file).filter((dep) => files.includes(dep)))]),
+  );
   const order: string[] = [];
   while (waitingOn.size > 0) {
     const remaining = [...waitingOn.keys()].sort();
@@ -108,16 +145,33 @@ function dependenciesFirst(files: string[], importsOf: (file: string) => string[
 }
 
 /** `diff -u` of one file, labelled part-05/x.ts and part-06/x.ts; a missing side is read as empty, like `diff -N`. */
-function unifiedDiff(fromDir: string, toDir: string, file: string, inOlder: boolean, inNewer: boolean): string {
-  const side = (dir: string, present: boolean) => (present ? path.join(ROOT_DIR, dir, file) : '/dev/null');
+function unifiedDiff(
+  fromDir: string,
+  toDir: string,
+  file: string,
+  inOlder: boolean,
+  inNewer: boolean,
+): string {
+  const side = (dir: string, present: boolean) =>
+    present ? path.join(ROOT_DIR, dir, file) : '/dev/null';
   const result = spawnSync(
     'diff',
-    ['-u', '--label', `${fromDir}/${file}`, '--label', `${toDir}/${file}`, side(fromDir, inOlder), side(toDir, inNewer)],
+    [
+      '-u',
+      '--label',
+      `${fromDir}/${file}`,
+      '--label',
+      `${toDir}/${file}`,
+      side(fromDir, inOlder),
+      side(toDir, inNewer),
+    ],
     { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
   );
   // diff exits 1 when the files differ, which is expected here; 2 means it could not compare them.
   if (result.error || result.status === 2) {
-    throw new Error(`diff could not compare ${file}: ${result.error?.message ?? result.stderr.trim()}`);
+    throw new Error(
+      `diff could not compare ${file}: ${result.error?.message ?? result.stderr.trim()}`,
+    );
   }
   return result.stdout;
 }

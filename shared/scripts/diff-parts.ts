@@ -10,7 +10,10 @@ that import it, the scripts you run last. New files are shown in full. --all add
 and scenarios.json after the code.`;
 
 await runMain(async () => {
-  const { values, positionals } = parseFlags({ options: { all: { type: 'boolean' } }, allowPositionals: true });
+  const { values, positionals } = parseFlags({
+    options: { all: { type: 'boolean' } },
+    allowPositionals: true,
+  });
   if (positionals.length !== 2) throw new UsageError('Give two part numbers.');
   const [from, to] = positionals.map((value) => {
     if (!/^\d{1,2}$/.test(value)) throw new UsageError(`"${value}" is not a part number.`);

@@ -29,29 +29,45 @@ await runMain(async () => {
   const [part, id] = positionals;
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (!part || !scenario) throw new UsageError('Give a part folder and a scenario id.');
-  if (!partScenarios(part).scenarios.includes(scenario.id)) throw new UsageError(`${part} does not declare ${scenario.id}.`);
-  if (values.provider !== 'gemini' && values.provider !== 'openai') throw new UsageError(`--provider must be gemini or openai (got "${values.provider}").`);
+  if (!partScenarios(part).scenarios.includes(scenario.id))
+    throw new UsageError(`${part} does not declare ${scenario.id}.`);
+  if (values.provider !== 'gemini' && values.provider !== 'openai')
+    throw new UsageError(`--provider must be gemini or openai (got "${values.provider}").`);
   const provider = values.provider;
-  if (values['show-context'] && !existsSync(path.join(ROOT_DIR, part, 'show-conversation.ts'))) throw new UsageError(`${part} has no show-conversation.ts.`);
-  if (values.budget !== undefined && !values['show-context']) throw new UsageError('--budget goes with --show-context.');
+  if (values['show-context'] && !existsSync(path.join(ROOT_DIR, part, 'show-conversation.ts')))
+    throw new UsageError(`${part} has no show-conversation.ts.`);
+  if (values.budget !== undefined && !values['show-context'])
+    throw new UsageError('--budget goes with --show-context.');
 
   const fake = await startFakeProvider();
   const db = await createScratchDatabase();
   // The demo customer signs in, as .env.example sets it up.
-  const env = { DB_NAME: db.name, LOG_DIR: path.join(ROOT_DIR, 'logs', 'samples'), CUSTOMER_EMAIL: 'maya.patel@example.com' };
+  const env = {
+    DB_NAME: db.name,
+    LOG_DIR: path.join(ROOT_DIR, 'logs', 'samples'),
+    CUSTOMER_EMAIL: 'maya.patel@example.com',
+  };
   try {
     // The transcript names the learner's database, not our scratch one.
     const print = (text: string) => console.log(text.replaceAll(db.name, 'nimbus'));
     if (existsSync(path.join(ROOT_DIR, part, 'setup.ts'))) {
-      const setup = await runScript(path.join(ROOT_DIR, part, 'setup.ts'), [], { env: { ...fake.env(provider), ...env } });
+      const setup = await runScript(path.join(ROOT_DIR, part, 'setup.ts'), [], {
+        env: { ...fake.env(provider), ...env },
+      });
       if (values.setup) print(`$ npx tsx setup.ts\n${setup.stdout}${setup.stderr}`);
     }
     const run = await runScenario(part, scenario, provider, fake, env, true);
     print(run.transcript);
     if (values['show-context']) {
       const id = run.outputs[0].match(/New conversation ([0-9a-f]{32})/)?.[1];
-      const args = [id!, '--context', ...(values.budget === undefined ? [] : [`--budget=${values.budget}`])];
-      const shown = await runScript(path.join(ROOT_DIR, part, 'show-conversation.ts'), args, { env: { ...fake.env(provider), ...env } });
+      const args = [
+        id!,
+        '--context',
+        ...(values.budget === undefined ? [] : [`--budget=${values.budget}`]),
+      ];
+      const shown = await runScript(path.join(ROOT_DIR, part, 'show-conversation.ts'), args, {
+        env: { ...fake.env(provider), ...env },
+      });
       print(`$ npx tsx show-conversation.ts ${args.join(' ')}\n${shown.stdout}${shown.stderr}`);
     }
   } finally {

@@ -16,7 +16,9 @@ export async function createScratchDatabase(): Promise<ScratchDatabase> {
   const name = `nimbus_test_${randomBytes(5).toString('hex')}`;
   const admin = await mysql.createConnection(connectionOptions());
   try {
-    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    await admin.query(
+      `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
   } finally {
     await admin.end();
   }
@@ -39,7 +41,10 @@ export async function createScratchDatabase(): Promise<ScratchDatabase> {
 /** Can we reach the MySQL server from DB_* settings? Returns undefined when yes, else the reason. */
 export async function databaseProblem(): Promise<string | undefined> {
   try {
-    const connection = await mysql.createConnection({ ...connectionOptions(), connectTimeout: 3000 });
+    const connection = await mysql.createConnection({
+      ...connectionOptions(),
+      connectTimeout: 3000,
+    });
     await connection.end();
     return undefined;
   } catch (error) {

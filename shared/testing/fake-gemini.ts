@@ -2,10 +2,19 @@
 import { randomBytes } from 'node:crypto';
 import { fakeEmbedding } from './embeddings.ts';
 import type { ScriptedError, ViewMessage } from './fake-provider.ts';
-import { chatView, DEFAULT_DIMENSIONS, defaultErrorMessage, type FakeWire, type ReplyToRender } from './fake-wire.ts';
+import {
+  chatView,
+  DEFAULT_DIMENSIONS,
+  defaultErrorMessage,
+  type FakeWire,
+  type ReplyToRender,
+} from './fake-wire.ts';
 
 /** Gemini's documented values that skip signature validation for calls it did not produce. */
-const DUMMY_SIGNATURES = new Set(['skip_thought_signature_validator', 'context_engineering_is_the_way_to_go']);
+const DUMMY_SIGNATURES = new Set([
+  'skip_thought_signature_validator',
+  'context_engineering_is_the_way_to_go',
+]);
 
 const STATUS_NAMES: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -36,7 +45,9 @@ export function geminiWire(options: GeminiWireOptions): FakeWire {
     rejection: (body) => rejection(body, issued),
     view,
     render(reply, model, counter) {
-      const signature = options.signatures ? `sig-${counter}-${randomBytes(6).toString('base64url')}` : undefined;
+      const signature = options.signatures
+        ? `sig-${counter}-${randomBytes(6).toString('base64url')}`
+        : undefined;
       if (signature) issued.add(signature);
       return renderReply(reply, { model, counter, signature, ids: options.ids });
     },
@@ -59,7 +70,8 @@ export function geminiWire(options: GeminiWireOptions): FakeWire {
 /** What the real Gemini API rejects that our code could get wrong. Returns its error message, or undefined. */
 function rejection(body: any, issued: Set<string>): string | undefined {
   const contents: any[] = body.contents;
-  if (!Array.isArray(contents) || contents.length === 0) return '* GenerateContentRequest.contents: contents is not specified';
+  if (!Array.isArray(contents) || contents.length === 0)
+    return '* GenerateContentRequest.contents: contents is not specified';
   for (const [i, content] of contents.entries()) {
     if (content.role !== 'user' && content.role !== 'model') {
       return `Please use a valid role: user, model. (content ${i} has role "${content.role}")`;
@@ -68,7 +80,10 @@ function rejection(body: any, issued: Set<string>): string | undefined {
       return `* GenerateContentRequest.contents[${i}].parts: contents.parts must not be empty.`;
     }
     for (const [j, part] of content.parts.entries()) {
-      if (part.functionCall && (typeof part.functionCall.name !== 'string' || !part.functionCall.name)) {
+      if (
+        part.functionCall &&
+        (typeof part.functionCall.name !== 'string' || !part.functionCall.name)
+      ) {
         return `* GenerateContentRequest.contents[${i}].parts[${j}].function_call.name: Name cannot be empty.`;
       }
     }
@@ -78,7 +93,8 @@ function rejection(body: any, issued: Set<string>): string | undefined {
     const responses = content.parts.filter((p: any) => p.functionResponse);
     if (responses.length) {
       const previous = contents[i - 1];
-      const previousCalls = previous?.role === 'model' ? previous.parts.filter((p: any) => p.functionCall) : [];
+      const previousCalls =
+        previous?.role === 'model' ? previous.parts.filter((p: any) => p.functionCall) : [];
       if (previousCalls.length === 0) {
         return 'Please ensure that function response turn comes immediately after a function call turn.';
       }
@@ -104,7 +120,8 @@ function rejection(body: any, issued: Set<string>): string | undefined {
   // Thought signatures are validated for the current turn: everything after the last user text.
   let start = 0;
   contents.forEach((content, i) => {
-    if (content.role === 'user' && content.parts.some((p: any) => typeof p.text === 'string')) start = i;
+    if (content.role === 'user' && content.parts.some((p: any) => typeof p.text === 'string'))
+      start = i;
   });
   for (let i = start; i < contents.length; i++) {
     const content = contents[i];
@@ -115,7 +132,8 @@ function rejection(body: any, issued: Set<string>): string | undefined {
     if (!signature) {
       return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${content.parts[first].functionCall.name}\`, position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`;
     }
-    if (!issued.has(signature) && !DUMMY_SIGNATURES.has(signature)) return 'Corrupted thought signature.';
+    if (!issued.has(signature) && !DUMMY_SIGNATURES.has(signature))
+      return 'Corrupted thought signature.';
   }
   return undefined;
 }
@@ -124,10 +142,18 @@ function view(body: any) {
   const messages: ViewMessage[] = [];
   for (const content of body.contents as any[]) {
     if (content.role === 'model') {
-      const text = content.parts.filter((p: any) => typeof p.text === 'string' && !p.thought).map((p: any) => p.text).join('');
+      const text = content.parts
+        .filter((p: any) => typeof p.text === 'string' && !p.thought)
+        .map((p: any) => p.text)
+        .join('');
       const calls = content.parts
         .filter((p: any) => p.functionCall)
-        .map((p: any) => ({ id: p.functionCall.id, name: p.functionCall.name, arguments: p.functionCall.args ?? {}, signature: p.thoughtSignature }));
+        .map((p: any) => ({
+          id: p.functionCall.id,
+          name: p.functionCall.name,
+          arguments: p.functionCall.args ?? {},
+          signature: p.thoughtSignature,
+        }));
       messages.push({ role: 'assistant', text, ...(calls.length ? { tool_calls: calls } : {}) });
       continue;
     }
@@ -137,24 +163,37 @@ function view(body: any) {
         const response = part.functionResponse.response ?? {};
         messages.push({
           role: 'tool',
-          tool_result: { id: part.functionResponse.id, name: part.functionResponse.name, result: 'output' in response ? response.output : response },
+          tool_result: {
+            id: part.functionResponse.id,
+            name: part.functionResponse.name,
+            result: 'output' in response ? response.output : response,
+          },
         });
       }
     }
   }
   const system = (body.systemInstruction?.parts ?? []).map((p: any) => p.text ?? '').join('');
-  const tools = (body.tools ?? []).flatMap((t: any) => t.functionDeclarations ?? []).map((d: any) => d.name);
+  const tools = (body.tools ?? [])
+    .flatMap((t: any) => t.functionDeclarations ?? [])
+    .map((d: any) => d.name);
   return chatView('gemini', system, messages, tools);
 }
 
-function renderReply(reply: ReplyToRender, options: { model: string; counter: number; signature?: string; ids: boolean }) {
+function renderReply(
+  reply: ReplyToRender,
+  options: { model: string; counter: number; signature?: string; ids: boolean },
+) {
   const { model, counter, signature } = options;
   const parts: any[] = [];
   if (reply.thought) parts.push({ text: reply.thought, thought: true });
   if (reply.text !== undefined) parts.push({ text: reply.text });
   (reply.tool_calls ?? []).forEach((call, i) => {
     parts.push({
-      functionCall: { ...(options.ids ? { id: call.id ?? `fc-${counter}-${i + 1}` } : {}), name: call.name, args: call.arguments ?? {} },
+      functionCall: {
+        ...(options.ids ? { id: call.id ?? `fc-${counter}-${i + 1}` } : {}),
+        name: call.name,
+        args: call.arguments ?? {},
+      },
       // With parallel calls, only the first carries the signature, as Gemini 3 does.
       ...(signature && i === 0 ? { thoughtSignature: signature } : {}),
     });
@@ -165,7 +204,11 @@ function renderReply(reply: ReplyToRender, options: { model: string; counter: nu
   const usage = reply.usage;
   return {
     candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
-    usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output },
+    usageMetadata: {
+      promptTokenCount: usage.input,
+      candidatesTokenCount: usage.output,
+      totalTokenCount: usage.input + usage.output,
+    },
     modelVersion: model,
     responseId: `resp-${counter}`,
   };
@@ -177,10 +220,19 @@ function errorBody(error: ScriptedError) {
   if (error.quotaId) {
     details.push({
       '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
-      violations: [{ quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests', quotaId: error.quotaId }],
+      violations: [
+        {
+          quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests',
+          quotaId: error.quotaId,
+        },
+      ],
     });
   }
-  if (error.retryDelay) details.push({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: error.retryDelay });
+  if (error.retryDelay)
+    details.push({
+      '@type': 'type.googleapis.com/google.rpc.RetryInfo',
+      retryDelay: error.retryDelay,
+    });
   return {
     error: {
       code: error.status,

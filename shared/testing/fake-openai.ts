@@ -1,7 +1,13 @@
 // The fake server's OpenAI side: Chat Completions and embeddings as the openai SDK sends and reads them.
 import { fakeEmbedding } from './embeddings.ts';
 import type { ScriptedError, ViewMessage } from './fake-provider.ts';
-import { chatView, DEFAULT_DIMENSIONS, defaultErrorMessage, type FakeWire, type ReplyToRender } from './fake-wire.ts';
+import {
+  chatView,
+  DEFAULT_DIMENSIONS,
+  defaultErrorMessage,
+  type FakeWire,
+  type ReplyToRender,
+} from './fake-wire.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
 
@@ -21,10 +27,17 @@ export function openaiWire(): FakeWire {
         const vector = fakeEmbedding(String(input), body.dimensions ?? DEFAULT_DIMENSIONS, model);
         // Like the real API: base64 unless the client asks for floats.
         const embedding =
-          body.encoding_format === 'float' ? vector : Buffer.from(new Float32Array(vector).buffer).toString('base64');
+          body.encoding_format === 'float'
+            ? vector
+            : Buffer.from(new Float32Array(vector).buffer).toString('base64');
         return { object: 'embedding', index, embedding };
       });
-      return { object: 'list', data, model, usage: { prompt_tokens: inputs.length, total_tokens: inputs.length } };
+      return {
+        object: 'list',
+        data,
+        model,
+        usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
+      };
     },
     error: (error: ScriptedError) => ({
       error: {
@@ -40,19 +53,27 @@ export function openaiWire(): FakeWire {
 /** What the real OpenAI API rejects that our code could get wrong. Returns its error message, or undefined. */
 function rejection(body: any): string | undefined {
   const messages: any[] = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return "Invalid 'messages': empty array. Expected an array with minimum length 1.";
+  if (!Array.isArray(messages) || messages.length === 0)
+    return "Invalid 'messages': empty array. Expected an array with minimum length 1.";
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i];
     if (!ROLES.includes(message.role)) {
       return `Invalid value: '${message.role}'. Supported values are: 'system', 'assistant', 'user', 'tool', 'function', and 'developer'.`;
     }
-    if (message.role === 'assistant' && Array.isArray(message.tool_calls) && message.tool_calls.length) {
+    if (
+      message.role === 'assistant' &&
+      Array.isArray(message.tool_calls) &&
+      message.tool_calls.length
+    ) {
       const malformed = malformedCall(message.tool_calls, i);
       if (malformed) return malformed;
       // Every call, whatever its type, must be answered by the tool messages right after it.
       const answered = new Set<string>();
-      for (let j = i + 1; j < messages.length && messages[j].role === 'tool'; j++) answered.add(messages[j].tool_call_id);
-      const missing = message.tool_calls.map((c: any) => c.id).filter((id: string) => !answered.has(id));
+      for (let j = i + 1; j < messages.length && messages[j].role === 'tool'; j++)
+        answered.add(messages[j].tool_call_id);
+      const missing = message.tool_calls
+        .map((c: any) => c.id)
+        .filter((id: string) => !answered.has(id));
       if (missing.length) {
         return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${missing.join(', ')}`;
       }
@@ -76,10 +97,13 @@ function malformedCall(calls: any[], i: number): string | undefined {
     const at = `messages[${i}].tool_calls[${j}]`;
     if (typeof call?.id !== 'string') return `Missing required parameter: '${at}.id'.`;
     if (call.type === 'custom') {
-      if (typeof call.custom?.name !== 'string' || !call.custom.name) return `Missing required parameter: '${at}.custom.name'.`;
+      if (typeof call.custom?.name !== 'string' || !call.custom.name)
+        return `Missing required parameter: '${at}.custom.name'.`;
     } else if (call.type === 'function') {
-      if (typeof call.function?.name !== 'string' || !call.function.name) return `Missing required parameter: '${at}.function.name'.`;
-      if (typeof call.function.arguments !== 'string') return `Invalid type for '${at}.function.arguments': expected a string.`;
+      if (typeof call.function?.name !== 'string' || !call.function.name)
+        return `Missing required parameter: '${at}.function.name'.`;
+      if (typeof call.function.arguments !== 'string')
+        return `Invalid type for '${at}.function.arguments': expected a string.`;
     } else {
       return `Invalid value: '${call.type}'. Supported values are: 'function' and 'custom'.`;
     }
@@ -92,20 +116,34 @@ function view(body: any) {
   const names = new Map<string, string>();
   let system = '';
   for (const message of body.messages as any[]) {
-    if (message.role === 'system' || message.role === 'developer') system += textOf(message.content);
-    else if (message.role === 'user') messages.push({ role: 'user', text: textOf(message.content) });
+    if (message.role === 'system' || message.role === 'developer')
+      system += textOf(message.content);
+    else if (message.role === 'user')
+      messages.push({ role: 'user', text: textOf(message.content) });
     else if (message.role === 'assistant') {
       const calls = (message.tool_calls ?? []).map((c: any) => {
         // A 'custom' call carries free text as its input instead of JSON arguments.
         const name = c.type === 'custom' ? c.custom.name : c.function.name;
         names.set(c.id, name);
-        return { id: c.id, name, arguments: c.type === 'custom' ? c.custom.input : parseMaybe(c.function.arguments) };
+        return {
+          id: c.id,
+          name,
+          arguments: c.type === 'custom' ? c.custom.input : parseMaybe(c.function.arguments),
+        };
       });
-      messages.push({ role: 'assistant', text: textOf(message.content), ...(calls.length ? { tool_calls: calls } : {}) });
+      messages.push({
+        role: 'assistant',
+        text: textOf(message.content),
+        ...(calls.length ? { tool_calls: calls } : {}),
+      });
     } else if (message.role === 'tool') {
       messages.push({
         role: 'tool',
-        tool_result: { id: message.tool_call_id, name: names.get(message.tool_call_id) ?? '', result: parseMaybe(message.content) },
+        tool_result: {
+          id: message.tool_call_id,
+          name: names.get(message.tool_call_id) ?? '',
+          result: parseMaybe(message.content),
+        },
       });
     }
   }
@@ -119,7 +157,8 @@ function renderReply(reply: ReplyToRender, model: string, counter: number) {
     type: 'function',
     function: {
       name: call.name,
-      arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
+      arguments:
+        typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
     },
   }));
   const usage = reply.usage;
@@ -141,7 +180,11 @@ function renderReply(reply: ReplyToRender, model: string, counter: number) {
         finish_reason: calls.length ? 'tool_calls' : 'stop',
       },
     ],
-    usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+    usage: {
+      prompt_tokens: usage.input,
+      completion_tokens: usage.output,
+      total_tokens: usage.input + usage.output,
+    },
   };
 }
 

@@ -135,7 +135,10 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawBody = await readBody(req);
     const found = req.method === 'POST' ? findRoute(wires, url.pathname) : undefined;
-    if (!found) return send(res, 404, { error: { code: 404, message: `No fake route for ${req.method} ${url.pathname}` } });
+    if (!found)
+      return send(res, 404, {
+        error: { code: 404, message: `No fake route for ${req.method} ${url.pathname}` },
+      });
     const { provider, wire, route } = found;
     let body: any;
     try {
@@ -144,7 +147,15 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       return send(res, 400, wire.error({ status: 400, message: 'Invalid JSON payload received.' }));
     }
 
-    const record: ReceivedRequest = { provider, kind: route.kind, path: url.pathname, headers: req.headers, body, status: 0, aborted: false };
+    const record: ReceivedRequest = {
+      provider,
+      kind: route.kind,
+      path: url.pathname,
+      headers: req.headers,
+      body,
+      status: 0,
+      aborted: false,
+    };
     requests.push(record);
     res.on('close', () => {
       if (!res.writableFinished) record.aborted = true;
@@ -167,19 +178,33 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     record.view = wire.view(body);
     notifyWaiters();
 
-    const next: Reply = queue.shift() ?? options.fallback ?? ((view) => ({ text: `(fake model) You asked: ${view.lastUserText}` }));
+    const next: Reply =
+      queue.shift() ??
+      options.fallback ??
+      ((view) => ({ text: `(fake model) You asked: ${view.lastUserText}` }));
     const reply = typeof next === 'function' ? next(record.view) : next;
     if (reply.gate) await reply.gate;
     if (record.aborted) return;
     if (reply.error) {
       record.status = reply.error.status;
       // retry-after is plain HTTP, the same for every provider.
-      const headers: Record<string, string> = reply.error.retryAfter ? { 'retry-after': reply.error.retryAfter } : {};
+      const headers: Record<string, string> = reply.error.retryAfter
+        ? { 'retry-after': reply.error.retryAfter }
+        : {};
       return send(res, reply.error.status, wire.error(reply.error), headers);
     }
     record.status = 200;
     counter++;
-    send(res, 200, reply.body ?? wire.render({ ...reply, usage: reply.usage ?? estimatedUsage(rawBody, reply) }, model, counter));
+    send(
+      res,
+      200,
+      reply.body ??
+        wire.render(
+          { ...reply, usage: reply.usage ?? estimatedUsage(rawBody, reply) },
+          model,
+          counter,
+        ),
+    );
   });
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -239,7 +264,12 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 }
 
 /** A string payload goes out as it is (a scripted body that is not JSON); anything else as JSON. */
-function send(res: http.ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}) {
+function send(
+  res: http.ServerResponse,
+  status: number,
+  payload: unknown,
+  headers: Record<string, string> = {},
+) {
   if (res.destroyed) return;
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
   res.end(typeof payload === 'string' ? payload : JSON.stringify(payload));
@@ -249,7 +279,10 @@ function send(res: http.ServerResponse, status: number, payload: unknown, header
  * Token counts when a test scripts none: about four characters per token, the usual rule of thumb for
  * English and JSON, so characters-per-token figures computed from the fake look like real ones.
  */
-function estimatedUsage(requestBody: string, reply: ScriptedReply): { input: number; output: number } {
+function estimatedUsage(
+  requestBody: string,
+  reply: ScriptedReply,
+): { input: number; output: number } {
   const written = (reply.text ?? '') + JSON.stringify(reply.tool_calls ?? []);
   return { input: Math.ceil(requestBody.length / 4), output: Math.ceil(written.length / 4) };
 }

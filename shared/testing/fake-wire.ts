@@ -31,11 +31,19 @@ export interface FakeWire {
 export const DEFAULT_DIMENSIONS = 256;
 
 /** Completes a view from the messages: the customer's last words and the tool results this request answers. */
-export function chatView(provider: ProviderName, system: string, messages: ViewMessage[], tools: string[]): ChatView {
+export function chatView(
+  provider: ProviderName,
+  system: string,
+  messages: ViewMessage[],
+  tools: string[],
+): ChatView {
   const lastUser = messages.findLast((m) => m.role === 'user');
   const toolResults: ChatView['toolResults'] = [];
   for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) {
-    toolResults.unshift({ name: messages[i].tool_result!.name, result: messages[i].tool_result!.result });
+    toolResults.unshift({
+      name: messages[i].tool_result!.name,
+      result: messages[i].tool_result!.result,
+    });
   }
   return { provider, system, messages, lastUserText: lastUser?.text ?? '', toolResults, tools };
 }
@@ -43,7 +51,8 @@ export function chatView(provider: ProviderName, system: string, messages: ViewM
 /** The message of a scripted error that gives none: what the real APIs say for the common statuses. */
 export function defaultErrorMessage(status: number): string {
   if (status === 401) return 'Incorrect API key provided.';
-  if (status === 429) return 'You exceeded your current quota, please check your plan and billing details.';
+  if (status === 429)
+    return 'You exceeded your current quota, please check your plan and billing details.';
   if (status === 503) return 'The model is overloaded. Please try again later.';
   return `Fake error ${status}`;
 }

@@ -22,11 +22,19 @@ export interface RunOptions {
  * Starts `node --import tsx <script>` directly (not through npx or the tsx CLI, which would put a second
  * process in between), so signals sent by a test reach the script itself.
  */
-export function startScript(script: string, args: string[] = [], options: RunOptions = {}): ChildProcessWithoutNullStreams {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve(ROOT_DIR, script), ...args], {
-    cwd: options.cwd ?? ROOT_DIR,
-    env: { ...process.env, NO_COLOR: '1', ...options.env },
-  });
+export function startScript(
+  script: string,
+  args: string[] = [],
+  options: RunOptions = {},
+): ChildProcessWithoutNullStreams {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.resolve(ROOT_DIR, script), ...args],
+    {
+      cwd: options.cwd ?? ROOT_DIR,
+      env: { ...process.env, NO_COLOR: '1', ...options.env },
+    },
+  );
   running.add(child);
   child.on('exit', () => running.delete(child));
   return child;
@@ -38,7 +46,11 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-export function runScript(script: string, args: string[] = [], options: RunOptions = {}): Promise<ScriptResult> {
+export function runScript(
+  script: string,
+  args: string[] = [],
+  options: RunOptions = {},
+): Promise<ScriptResult> {
   const child = startScript(script, args, options);
   if (options.input !== undefined) child.stdin.end(options.input);
   else child.stdin.end();
@@ -71,6 +83,8 @@ export function waitForOutput(child: ChildProcessWithoutNullStreams, text: strin
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('close', () => reject(new Error(`process ended before printing ${JSON.stringify(text)}:\n${seen}`)));
+    child.on('close', () =>
+      reject(new Error(`process ended before printing ${JSON.stringify(text)}:\n${seen}`)),
+    );
   });
 }

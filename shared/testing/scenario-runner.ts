@@ -44,7 +44,8 @@ export async function runScenario(
   const options = { env: { ...fake.env(provider), ...env }, cwd: path.join(ROOT_DIR, part) };
 
   const record = (command: string, result: ScriptResult) => {
-    if (result.code !== 0) throw new Error(`${command} exited with ${result.code}:\n${result.stderr || result.stdout}`);
+    if (result.code !== 0)
+      throw new Error(`${command} exited with ${result.code}:\n${result.stderr || result.stdout}`);
     outputs.push(result.stdout);
     transcript.push(`$ ${command}\n${result.stderr}${result.stdout}`);
   };
@@ -69,13 +70,19 @@ export async function runScenario(
 
   const requests = fake.chats().slice(firstRequest);
   const rejected = requests.filter((r) => r.status !== 200);
-  if (rejected.length) throw new Error(`The fake provider rejected a request: ${rejected[0].rejection ?? rejected[0].status}`);
+  if (rejected.length)
+    throw new Error(
+      `The fake provider rejected a request: ${rejected[0].rejection ?? rejected[0].status}`,
+    );
   return {
     outputs,
     requests: requests.map((r) => r.view!),
     // Its own connection to the scenario's database: scenarios of several parts may run at once.
     query: async (sql, params) => {
-      const connection = await mysql.createConnection({ ...connectionOptions(), database: env.DB_NAME });
+      const connection = await mysql.createConnection({
+        ...connectionOptions(),
+        database: env.DB_NAME,
+      });
       try {
         const [rows] = await connection.query(sql, params);
         return rows as any;
@@ -88,7 +95,11 @@ export async function runScenario(
 }
 
 /** Like runScript, but stdout and stderr go to one file, so their lines keep the order they were written in. */
-async function runMerged(script: string, args: string[], options: RunOptions): Promise<ScriptResult> {
+async function runMerged(
+  script: string,
+  args: string[],
+  options: RunOptions,
+): Promise<ScriptResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-run-'));
   const file = path.join(dir, 'output.txt');
   const fd = openSync(file, 'w');

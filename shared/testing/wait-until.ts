@@ -2,7 +2,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Polls `check` until it returns true; fails with `what` if that never happens within `limitMs`. */
-export async function waitUntil(what: string, check: () => Promise<boolean>, limitMs = 20_000): Promise<void> {
+export async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  limitMs = 20_000,
+): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting until ${what}`);

@@ -3,7 +3,14 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, dbSettings, llmSettings } from '../config.ts';
 
 beforeEach(() => {
-  for (const name of ['LLM_PROVIDER', 'GEMINI_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_REASONING_EFFORT', 'GEMINI_BASE_URL']) {
+  for (const name of [
+    'LLM_PROVIDER',
+    'GEMINI_API_KEY',
+    'OPENAI_API_KEY',
+    'OPENAI_BASE_URL',
+    'OPENAI_REASONING_EFFORT',
+    'GEMINI_BASE_URL',
+  ]) {
     process.env[name] = '';
   }
 });
@@ -29,19 +36,31 @@ describe('llmSettings', () => {
   it('uses the default models when only a key is set', () => {
     process.env.GEMINI_API_KEY = 'k';
     process.env.GEMINI_MODEL = '';
-    expect(llmSettings()).toMatchObject({ provider: 'gemini', model: 'gemini-flash-latest', embeddingModel: 'gemini-embedding-001' });
+    expect(llmSettings()).toMatchObject({
+      provider: 'gemini',
+      model: 'gemini-flash-latest',
+      embeddingModel: 'gemini-embedding-001',
+    });
   });
 
   it('rejects an unknown provider by name', () => {
     process.env.LLM_PROVIDER = 'claude';
-    expect(configError(llmSettings).message).toBe('LLM_PROVIDER must be "gemini" or "openai" (it is "claude"). Fix it in .env.');
+    expect(configError(llmSettings).message).toBe(
+      'LLM_PROVIDER must be "gemini" or "openai" (it is "claude"). Fix it in .env.',
+    );
   });
 
   it('asks for an OpenAI key, unless a custom server is configured', () => {
     process.env.LLM_PROVIDER = 'openai';
-    expect(configError(llmSettings).message).toMatch(/^OPENAI_API_KEY is not set\. .*platform\.openai\.com/);
+    expect(configError(llmSettings).message).toMatch(
+      /^OPENAI_API_KEY is not set\. .*platform\.openai\.com/,
+    );
     process.env.OPENAI_BASE_URL = 'http://localhost:11434/v1';
-    expect(llmSettings()).toMatchObject({ provider: 'openai', baseUrl: 'http://localhost:11434/v1', embeddingModel: undefined });
+    expect(llmSettings()).toMatchObject({
+      provider: 'openai',
+      baseUrl: 'http://localhost:11434/v1',
+      embeddingModel: undefined,
+    });
   });
 
   it('rejects a malformed base URL and an unknown reasoning effort', () => {
@@ -51,7 +70,9 @@ describe('llmSettings', () => {
     expect(configError(llmSettings).message).toMatch(/^OPENAI_BASE_URL must be a URL/);
     process.env.OPENAI_BASE_URL = '';
     process.env.OPENAI_REASONING_EFFORT = 'maximum';
-    expect(configError(llmSettings).message).toMatch(/^OPENAI_REASONING_EFFORT must be one of none, minimal/);
+    expect(configError(llmSettings).message).toMatch(
+      /^OPENAI_REASONING_EFFORT must be one of none, minimal/,
+    );
   });
 });
 

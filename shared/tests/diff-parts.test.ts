@@ -8,25 +8,60 @@ import { chapterDiff } from '../scripts/chapter-diff.ts';
 import { runScript } from '../testing/run-script.ts';
 
 const folder = (part: number) => `part-${String(part).padStart(2, '0')}`;
-const source = (part: number, file: string) => readFileSync(path.join(ROOT_DIR, folder(part), file), 'utf8');
-const isExtra = (file: string) => file === 'README.md' || file === 'scenarios.json' || file.startsWith('tests/');
+const source = (part: number, file: string) =>
+  readFileSync(path.join(ROOT_DIR, folder(part), file), 'utf8');
+const isExtra = (file: string) =>
+  file === 'README.md' || file === 'scenarios.json' || file.startsWith('tests/');
 
 /** The diff of one file: everything from its `--- part-NN/file` line up to the next file's. */
 function section(text: string, from: number, file: string): string {
-  const found = text.split(/^(?=--- part-\d\d\/)/m).find((part) => part.startsWith(`--- ${folder(from)}/${file}\n`));
+  const found = text
+    .split(/^(?=--- part-\d\d\/)/m)
+    .find((part) => part.startsWith(`--- ${folder(from)}/${file}\n`));
   if (!found) throw new Error(`${file} is not in the diff`);
   return found;
 }
 
 /** The file's lines, each with the given prefix, as diff prints a file added or removed whole. */
-const wholeFile = (text: string, prefix: string) => `${text.replace(/\n$/, '').split('\n').map((line) => prefix + line).join('\n')}\n`;
+const wholeFile = (text: string, prefix: string) =>
+  `${text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => prefix + line)
+    .join('\n')}\n`;
 
 /** What each chapter teaches, by the names its diff must add: the diff is the lesson. */
 const LESSONS: Record<number, string[]> = {
-  2: ['async function signIn(', 'export interface ToolContext', "name: 'get_order_status'", 'export async function ensureDatabase(', 'export function splitSqlStatements(', 'const first = await chatWithTools(messages, TOOL_DEFINITIONS)'],
-  3: ['CREATE FUNCTION is_refund_eligible', "name: 'create_support_ticket'", 'MAX_TICKETS_PER_TURN', 'already_open: true', "name: 'list_customer_orders'", 'Type yes to delete and reset'],
-  4: ['export async function runAgent(', 'export async function safeRunTool(', 'export class Trace', 'MAX_STEPS', 'const result = await runAgent(question, customer'],
-  5: ['export function parseArticle(', 'export async function ingestArticles(', 'export async function buildIndex(', 'export async function searchHelpCenter(', 'export async function indexStatus('],
+  2: [
+    'async function signIn(',
+    'export interface ToolContext',
+    "name: 'get_order_status'",
+    'export async function ensureDatabase(',
+    'export function splitSqlStatements(',
+    'const first = await chatWithTools(messages, TOOL_DEFINITIONS)',
+  ],
+  3: [
+    'CREATE FUNCTION is_refund_eligible',
+    "name: 'create_support_ticket'",
+    'MAX_TICKETS_PER_TURN',
+    'already_open: true',
+    "name: 'list_customer_orders'",
+    'Type yes to delete and reset',
+  ],
+  4: [
+    'export async function runAgent(',
+    'export async function safeRunTool(',
+    'export class Trace',
+    'MAX_STEPS',
+    'const result = await runAgent(question, customer',
+  ],
+  5: [
+    'export function parseArticle(',
+    'export async function ingestArticles(',
+    'export async function buildIndex(',
+    'export async function searchHelpCenter(',
+    'export async function indexStatus(',
+  ],
   6: [
     'export function splitIntoTurns(',
     'export function buildContext(',
@@ -39,7 +74,7 @@ const LESSONS: Record<number, string[]> = {
   ],
 };
 
-describe('each chapter\'s diff', () => {
+describe("each chapter's diff", () => {
   it.each(Object.entries(LESSONS))('into part %s adds what the chapter teaches', (to, names) => {
     const added = chapterDiff(Number(to) - 1, Number(to))
       .text.split('\n')
@@ -52,14 +87,18 @@ describe('each chapter\'s diff', () => {
 describe('chapterDiff', () => {
   it('shows a new file in full, every line an addition', () => {
     expect(existsSync(path.join(ROOT_DIR, 'part-05', 'context.ts'))).toBe(false);
-    const [minus, plus, hunk, ...body] = section(chapterDiff(5, 6).text, 5, 'context.ts').split('\n');
+    const [minus, plus, hunk, ...body] = section(chapterDiff(5, 6).text, 5, 'context.ts').split(
+      '\n',
+    );
     expect([minus, plus]).toEqual(['--- part-05/context.ts', '+++ part-06/context.ts']);
     expect(hunk).toMatch(/^@@ -0,0 \+1(,\d+)? @@$/);
     expect(body.join('\n')).toBe(wholeFile(source(6, 'context.ts'), '+'));
   });
 
   it('shows a removed file in full, every line a removal', () => {
-    const [minus, plus, hunk, ...body] = section(chapterDiff(6, 5).text, 6, 'context.ts').split('\n');
+    const [minus, plus, hunk, ...body] = section(chapterDiff(6, 5).text, 6, 'context.ts').split(
+      '\n',
+    );
     expect([minus, plus]).toEqual(['--- part-06/context.ts', '+++ part-05/context.ts']);
     expect(hunk).toMatch(/^@@ -1(,\d+)? \+0,0 @@$/);
     expect(body.join('\n')).toBe(wholeFile(source(6, 'context.ts'), '-'));
@@ -67,7 +106,8 @@ describe('chapterDiff', () => {
 
   it('lists every code file a chapter adds (parts 5 and 6)', () => {
     for (const to of [5, 6]) {
-      const topLevel = (part: number) => readdirSync(path.join(ROOT_DIR, folder(part))).filter((f) => /\.(ts|sql)$/.test(f));
+      const topLevel = (part: number) =>
+        readdirSync(path.join(ROOT_DIR, folder(part))).filter((f) => /\.(ts|sql)$/.test(f));
       const added = topLevel(to).filter((file) => !topLevel(to - 1).includes(file));
       expect(added.length).toBeGreaterThan(0);
       expect(chapterDiff(to - 1, to).files).toEqual(expect.arrayContaining(added));
@@ -76,7 +116,9 @@ describe('chapterDiff', () => {
 
   it('orders SQL first, then each module before the modules that import it, entry scripts last', () => {
     const { files } = chapterDiff(5, 6);
-    const order = ['schema.sql', 'context.ts', 'memory.ts', 'agent.ts', 'chat.ts'].map((file) => files.indexOf(file));
+    const order = ['schema.sql', 'context.ts', 'memory.ts', 'agent.ts', 'chat.ts'].map((file) =>
+      files.indexOf(file),
+    );
     expect(order.every((index) => index >= 0)).toBe(true);
     expect(order).toEqual([...order].sort((a, b) => a - b));
     const entryScripts = files.filter((file) => source(6, file).includes('runMain('));
@@ -87,7 +129,9 @@ describe('chapterDiff', () => {
   it('prints exactly the listed files, in order, under a one-line summary naming them', () => {
     const { files, text } = chapterDiff(5, 6);
     const [summary] = text.split('\n');
-    expect(summary.startsWith(`Chapter 6: ${files.length} code files changed — ${files.join(', ')}.`)).toBe(true);
+    expect(
+      summary.startsWith(`Chapter 6: ${files.length} code files changed — ${files.join(', ')}.`),
+    ).toBe(true);
     expect([...text.matchAll(/^\+\+\+ part-06\/(.+)$/gm)].map((match) => match[1])).toEqual(files);
   });
 
@@ -97,7 +141,8 @@ describe('chapterDiff', () => {
     expect(files).not.toContain('split-sql.ts');
     expect(text).not.toContain('part-06/split-sql.ts');
     for (const file of files) {
-      const read = (part: number) => (existsSync(path.join(ROOT_DIR, folder(part), file)) ? source(part, file) : undefined);
+      const read = (part: number) =>
+        existsSync(path.join(ROOT_DIR, folder(part), file)) ? source(part, file) : undefined;
       expect(read(6), file).not.toBe(read(5));
     }
   });
@@ -127,13 +172,17 @@ describe('npm run diff', () => {
     const result = await runScript('shared/scripts/diff-parts.ts', ['5', '6']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Chapter 6: \d+ code files changed — schema\.sql, .*\n--- part-05\/schema\.sql\n\+\+\+ part-06\/schema\.sql\n@@ /);
+    expect(result.stdout).toMatch(
+      /^Chapter 6: \d+ code files changed — schema\.sql, .*\n--- part-05\/schema\.sql\n\+\+\+ part-06\/schema\.sql\n@@ /,
+    );
   });
 
   it('answers anything but two part numbers with one sentence and the usage, exit code 2', async () => {
     const result = await runScript('shared/scripts/diff-parts.ts', ['5']);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/^Give two part numbers\.\nUsage: npx tsx shared\/scripts\/diff-parts\.ts <from> <to>/);
+    expect(result.stderr).toMatch(
+      /^Give two part numbers\.\nUsage: npx tsx shared\/scripts\/diff-parts\.ts <from> <to>/,
+    );
   });
 });

@@ -17,15 +17,27 @@ async function post(path: string, body: unknown): Promise<{ status: number; text
   return { status: response.status, text: await response.text() };
 }
 
-const customCall = { id: 'call_custom', type: 'custom', custom: { name: 'code_exec', input: 'print(1)' } };
-const functionCall = { id: 'call_fn', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":1}' } };
+const customCall = {
+  id: 'call_custom',
+  type: 'custom',
+  custom: { name: 'code_exec', input: 'print(1)' },
+};
+const functionCall = {
+  id: 'call_fn',
+  type: 'function',
+  function: { name: 'get_order_status', arguments: '{"order_id":1}' },
+};
 const answer = (id: string) => ({ role: 'tool', tool_call_id: id, content: '{"status":"paid"}' });
 
 describe('OpenAI wire', () => {
   it('rejects an assistant message whose custom tool call has no answer, as it does for function calls', async () => {
     const { status, text } = await post('/v1/chat/completions', {
       model: 'gpt-fake',
-      messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: null, tool_calls: [customCall, functionCall] }, answer('call_fn')],
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: null, tool_calls: [customCall, functionCall] },
+        answer('call_fn'),
+      ],
     });
     expect(status).toBe(400);
     expect(JSON.parse(text).error.message).toMatch(/did not have response messages: call_custom$/);
@@ -43,27 +55,43 @@ describe('OpenAI wire', () => {
       ],
     });
     expect(status).toBe(200);
-    expect(fake.chats().at(-1)!.view?.toolResults.map((r) => r.name)).toEqual(['code_exec', 'get_order_status']);
+    expect(
+      fake
+        .chats()
+        .at(-1)!
+        .view?.toolResults.map((r) => r.name),
+    ).toEqual(['code_exec', 'get_order_status']);
   });
 
   it('rejects a tool call in the history without an id or without a name', async () => {
     const withoutId = { type: 'function', function: functionCall.function };
     const noId = await post('/v1/chat/completions', {
       model: 'gpt-fake',
-      messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: null, tool_calls: [withoutId] }],
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: null, tool_calls: [withoutId] },
+      ],
     });
     expect(noId.status).toBe(400);
-    expect(JSON.parse(noId.text).error.message).toBe("Missing required parameter: 'messages[1].tool_calls[0].id'.");
+    expect(JSON.parse(noId.text).error.message).toBe(
+      "Missing required parameter: 'messages[1].tool_calls[0].id'.",
+    );
     const noName = await post('/v1/chat/completions', {
       model: 'gpt-fake',
       messages: [
         { role: 'user', content: 'Hi' },
-        { role: 'assistant', content: null, tool_calls: [{ ...functionCall, function: { arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ ...functionCall, function: { arguments: '{}' } }],
+        },
         answer('call_fn'),
       ],
     });
     expect(noName.status).toBe(400);
-    expect(JSON.parse(noName.text).error.message).toBe("Missing required parameter: 'messages[1].tool_calls[0].function.name'.");
+    expect(JSON.parse(noName.text).error.message).toBe(
+      "Missing required parameter: 'messages[1].tool_calls[0].function.name'.",
+    );
   });
 });
 
@@ -72,7 +100,12 @@ describe('Gemini wire', () => {
     const { status, text } = await post('/v1beta/models/gemini-fake:generateContent', {
       contents: [
         { role: 'user', parts: [{ text: 'Hi' }] },
-        { role: 'model', parts: [{ functionCall: { args: {} }, thoughtSignature: 'skip_thought_signature_validator' }] },
+        {
+          role: 'model',
+          parts: [
+            { functionCall: { args: {} }, thoughtSignature: 'skip_thought_signature_validator' },
+          ],
+        },
         { role: 'user', parts: [{ functionResponse: { name: 'x', response: { output: 1 } } }] },
       ],
     });
@@ -84,13 +117,24 @@ describe('Gemini wire', () => {
 
 describe('scripted bodies', () => {
   it.each([
-    ['gemini', '/v1beta/models/gemini-fake:generateContent', { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] }],
-    ['openai', '/v1/chat/completions', { model: 'gpt-fake', messages: [{ role: 'user', content: 'Hi' }] }],
-  ])('are sent verbatim on %s: a string as it is, an object as JSON', async (_provider, path, request) => {
-    fake.reply({ body: '<html>not an API</html>' }, { body: { anything: ['goes', 1] } });
-    expect(await post(path, request)).toEqual({ status: 200, text: '<html>not an API</html>' });
-    const second = await post(path, request);
-    expect(second.status).toBe(200);
-    expect(JSON.parse(second.text)).toEqual({ anything: ['goes', 1] });
-  });
+    [
+      'gemini',
+      '/v1beta/models/gemini-fake:generateContent',
+      { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] },
+    ],
+    [
+      'openai',
+      '/v1/chat/completions',
+      { model: 'gpt-fake', messages: [{ role: 'user', content: 'Hi' }] },
+    ],
+  ])(
+    'are sent verbatim on %s: a string as it is, an object as JSON',
+    async (_provider, path, request) => {
+      fake.reply({ body: '<html>not an API</html>' }, { body: { anything: ['goes', 1] } });
+      expect(await post(path, request)).toEqual({ status: 200, text: '<html>not an API</html>' });
+      const second = await post(path, request);
+      expect(second.status).toBe(200);
+      expect(JSON.parse(second.text)).toEqual({ anything: ['goes', 1] });
+    },
+  );
 });

@@ -27,13 +27,25 @@ afterAll(async () => {
  * Runs a printed command exactly as a learner would paste it, in `cwd`. `npx tsx file` is run as
  * `node --import tsx file` (what npx tsx does, without npx's second of start-up); `npm run` is run as is.
  */
-function runCopied(command: string, cwd: string, input = '', extraEnv: Record<string, string> = {}): Promise<ScriptResult> {
+function runCopied(
+  command: string,
+  cwd: string,
+  input = '',
+  extraEnv: Record<string, string> = {},
+): Promise<ScriptResult> {
   const words = command.split(' ');
   const [program, args] =
-    words[0] === 'npx' && words[1] === 'tsx' ? [process.execPath, ['--import', 'tsx', ...words.slice(2)]] : words[0] === 'npm' ? ['npm', words.slice(1)] : [undefined, []];
+    words[0] === 'npx' && words[1] === 'tsx'
+      ? [process.execPath, ['--import', 'tsx', ...words.slice(2)]]
+      : words[0] === 'npm'
+        ? ['npm', words.slice(1)]
+        : [undefined, []];
   if (!program) throw new Error(`not a command a learner runs: ${command}`);
   return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { cwd, env: { ...process.env, NO_COLOR: '1', ...env, ...extraEnv } });
+    const child = spawn(program, args, {
+      cwd,
+      env: { ...process.env, NO_COLOR: '1', ...env, ...extraEnv },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -57,7 +69,11 @@ describe.each([
 ])('hints printed when run from %s', (_, cwd, chat) => {
   it('"Resume later with" resumes the conversation', async () => {
     fake.reply({ text: 'Hello!' });
-    const first = await runScript(path.join(PART_06, 'chat.ts'), ['--quiet'], { env, cwd, input: 'Hi\n' });
+    const first = await runScript(path.join(PART_06, 'chat.ts'), ['--quiet'], {
+      env,
+      cwd,
+      input: 'Hi\n',
+    });
     const id = first.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
     const resume = hint(first.stdout, 'Resume later with:');
     expect(resume).toBe(`npx tsx ${chat} --resume=${id}`);
@@ -68,7 +84,10 @@ describe.each([
 
   it('"ask a follow-up with" continues the conversation, and "Start one with" starts one', async () => {
     fake.reply({ text: 'Which order?' }, (view) => ({ text: `You said: ${view.lastUserText}` }));
-    const first = await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Where is my order?'], { env, cwd });
+    const first = await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Where is my order?'], {
+      env,
+      cwd,
+    });
     const followUp = hint(first.stderr, 'ask a follow-up with').replace('"…"', 'It-is-1042');
     const second = await runCopied(followUp, cwd);
     expect(second.code, second.stderr).toBe(0);
@@ -76,11 +95,17 @@ describe.each([
 
     const empty = await createScratchDatabase();
     try {
-      const missing = await runScript(path.join(PART_06, 'show-conversation.ts'), [], { env: { ...env, DB_NAME: empty.name }, cwd });
+      const missing = await runScript(path.join(PART_06, 'show-conversation.ts'), [], {
+        env: { ...env, DB_NAME: empty.name },
+        cwd,
+      });
       const create = hint(missing.stderr, 'Create them with:');
       const setup = await runCopied(create, cwd, '', { DB_NAME: empty.name });
       expect(setup.code, setup.stderr).toBe(0);
-      const list = await runScript(path.join(PART_06, 'show-conversation.ts'), [], { env: { ...env, DB_NAME: empty.name }, cwd });
+      const list = await runScript(path.join(PART_06, 'show-conversation.ts'), [], {
+        env: { ...env, DB_NAME: empty.name },
+        cwd,
+      });
       const start = hint(list.stdout, 'Start one with:');
       fake.reply({ text: 'Started.' });
       const started = await runCopied(start, cwd, 'Hi\n', { DB_NAME: empty.name });
@@ -111,12 +136,18 @@ describe('npm run setup', () => {
     const scratch = await createScratchDatabase();
     try {
       await runCopied('npx tsx part-06/setup.ts --yes', ROOT_DIR, '', { DB_NAME: scratch.name });
-      await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Hi'], { env: { ...env, DB_NAME: scratch.name } }); // something to lose
-      const refused = await runCopied('npm run --silent setup', PART_06, '', { DB_NAME: scratch.name });
+      await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Hi'], {
+        env: { ...env, DB_NAME: scratch.name },
+      }); // something to lose
+      const refused = await runCopied('npm run --silent setup', PART_06, '', {
+        DB_NAME: scratch.name,
+      });
       expect(refused.code).toBe(2);
       const confirm = hint(refused.stderr, 'to confirm, run');
       expect(confirm).toBe('npm run setup -- --yes');
-      const reset = await runCopied(confirm.replace('npm run', 'npm run --silent'), PART_06, '', { DB_NAME: scratch.name });
+      const reset = await runCopied(confirm.replace('npm run', 'npm run --silent'), PART_06, '', {
+        DB_NAME: scratch.name,
+      });
       expect(reset.code, reset.stderr).toBe(0);
       expect(reset.stdout).toContain('Resetting database');
     } finally {
@@ -127,7 +158,11 @@ describe('npm run setup', () => {
 
 describe('output read by a program that stops early (| head)', () => {
   it('ends the script quietly, not with a stack trace', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PART_06, 'show-conversation.ts'), '--help'], { cwd: ROOT_DIR, env: { ...process.env, ...env } });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(PART_06, 'show-conversation.ts'), '--help'],
+      { cwd: ROOT_DIR, env: { ...process.env, ...env } },
+    );
     child.stdout.destroy(); // the reader is gone before the script writes a word
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -138,31 +173,56 @@ describe('output read by a program that stops early (| head)', () => {
 });
 
 /** Every script a learner runs: the files that start their work with runMain. */
-const SCRIPTS = ['part-01', 'part-02', 'part-03', 'part-04', 'part-05', 'part-06', 'shared/scripts'].flatMap((dir) =>
+const SCRIPTS = [
+  'part-01',
+  'part-02',
+  'part-03',
+  'part-04',
+  'part-05',
+  'part-06',
+  'shared/scripts',
+].flatMap((dir) =>
   readdirSync(path.join(ROOT_DIR, dir))
-    .filter((file) => file.endsWith('.ts') && /^await runMain\(/m.test(readFileSync(path.join(ROOT_DIR, dir, file), 'utf8')))
+    .filter(
+      (file) =>
+        file.endsWith('.ts') &&
+        /^await runMain\(/m.test(readFileSync(path.join(ROOT_DIR, dir, file), 'utf8')),
+    )
     .map((file) => `${dir}/${file}`),
 );
 
 describe('every script', () => {
-  const sources = SCRIPTS.map((script) => [script, readFileSync(path.join(ROOT_DIR, script), 'utf8')] as const);
+  const sources = SCRIPTS.map(
+    (script) => [script, readFileSync(path.join(ROOT_DIR, script), 'utf8')] as const,
+  );
 
   it('is found', () => {
     expect(SCRIPTS.length).toBeGreaterThan(20);
   });
 
   // The behaviour lives in shared/cli.ts (parseFlags and runMain); each script only has to use it.
-  it.each(sources)('%s parses its flags with parseFlags and runs under runMain with a usage written for where it is run', (_, source) => {
-    expect(source).toMatch(/parseFlags\(/);
-    expect(source).toMatch(/^const USAGE = `Usage: \$\{commandFor\(import\.meta\.url/m);
-    expect(source).toMatch(/^}, USAGE\);$/m);
-    expect(source).not.toMatch(/values\.help|help: \{ type/);
-  });
+  it.each(sources)(
+    '%s parses its flags with parseFlags and runs under runMain with a usage written for where it is run',
+    (_, source) => {
+      expect(source).toMatch(/parseFlags\(/);
+      expect(source).toMatch(/^const USAGE = `Usage: \$\{commandFor\(import\.meta\.url/m);
+      expect(source).toMatch(/^}, USAGE\);$/m);
+      expect(source).not.toMatch(/values\.help|help: \{ type/);
+    },
+  );
 
-  it.concurrent.each(['part-01/ask.ts', 'part-06/chat.ts', 'part-06/show-conversation.ts', 'shared/scripts/diff-parts.ts'])(
+  it.concurrent.each([
+    'part-01/ask.ts',
+    'part-06/chat.ts',
+    'part-06/show-conversation.ts',
+    'shared/scripts/diff-parts.ts',
+  ])(
     '%s: --help prints the usage (exit 0); an unknown option is one line and the same usage (exit 2)',
     async (script) => {
-      const [help, unknown] = await Promise.all([runScript(script, ['--help'], { env }), runScript(script, ['--no-such-option'], { env })]);
+      const [help, unknown] = await Promise.all([
+        runScript(script, ['--help'], { env }),
+        runScript(script, ['--no-such-option'], { env }),
+      ]);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/^Usage: (npx tsx|npm run) /);
       expect(help.stderr).toBe('');

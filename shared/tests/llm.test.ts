@@ -2,10 +2,21 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { chatWithTools, embed, ProviderError, type AssistantMessage, type Message, type ToolDefinition } from '../llm/index.ts';
+import {
+  chatWithTools,
+  embed,
+  ProviderError,
+  type AssistantMessage,
+  type Message,
+  type ToolDefinition,
+} from '../llm/index.ts';
 import { reasoningEffort } from '../llm/openai.ts';
 import { providerRawAgrees } from '../llm/provider-raw.ts';
-import { startFakeProvider, type FakeProvider, type ProviderName } from '../testing/fake-provider.ts';
+import {
+  startFakeProvider,
+  type FakeProvider,
+  type ProviderName,
+} from '../testing/fake-provider.ts';
 
 const ORDER_TOOL: ToolDefinition = {
   name: 'get_order_status',
@@ -67,21 +78,39 @@ function completion(message: Record<string, unknown>) {
     object: 'chat.completion',
     created: 1767225600,
     model: 'gpt-fake',
-    choices: [{ index: 0, message: { role: 'assistant', refusal: null, ...message }, finish_reason: 'stop' }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', refusal: null, ...message },
+        finish_reason: 'stop',
+      },
+    ],
   };
 }
 
 /** The tool result message answering `id`. */
 function resultFor(id: string): Message {
-  return { role: 'tool', tool_call_id: id, name: 'get_order_status', content: '{"status":"delivered"}' };
+  return {
+    role: 'tool',
+    tool_call_id: id,
+    name: 'get_order_status',
+    content: '{"status":"delivered"}',
+  };
 }
 
 /** Runs one tool round trip: the model's call, our result, the model's answer. Returns the full history. */
-async function roundTrip(results: Record<string, unknown>[]): Promise<{ history: Message[]; answer: string }> {
+async function roundTrip(
+  results: Record<string, unknown>[],
+): Promise<{ history: Message[]; answer: string }> {
   const first = await chatWithTools(question, [ORDER_TOOL], quiet);
   const history: Message[] = [...question, first.message];
   first.tool_calls.forEach((call, i) =>
-    history.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(results[i]) }),
+    history.push({
+      role: 'tool',
+      tool_call_id: call.id,
+      name: call.name,
+      content: JSON.stringify(results[i]),
+    }),
   );
   const second = await chatWithTools(history, [ORDER_TOOL], quiet);
   history.push(second.message);
@@ -96,7 +125,11 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     const result = await chatWithTools(question, [], quiet);
     expect(result.text).toBe('Hello from Nimbus');
     expect(result.tool_calls).toEqual([]);
-    expect(result.message).toMatchObject({ role: 'assistant', content: 'Hello from Nimbus', provider_raw: { provider } });
+    expect(result.message).toMatchObject({
+      role: 'assistant',
+      content: 'Hello from Nimbus',
+      provider_raw: { provider },
+    });
     expect(result.usage).toEqual({ input_tokens: 12, output_tokens: 5 });
     expect(fake.chats()[0].view?.system).toBe('You are Nimbus.');
     expect(fake.chats()[0].view?.lastUserText).toBe('Where is order 1043?');
@@ -105,7 +138,9 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   it('runs a tool call and sends the result back in a request the API accepts', async () => {
     fake.reply(
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1043 } }] },
-      (view) => ({ text: `Order 1043 is ${(view.toolResults[0].result as { status: string }).status}.` }),
+      (view) => ({
+        text: `Order 1043 is ${(view.toolResults[0].result as { status: string }).status}.`,
+      }),
     );
     const { history, answer } = await roundTrip([{ status: 'delivered' }]);
     expect(answer).toBe('Order 1043 is delivered.');
@@ -123,7 +158,9 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
           { name: 'get_order_status', arguments: { order_id: 1043 } },
         ],
       },
-      (view) => ({ text: view.toolResults.map((r) => (r.result as { status: string }).status).join(' and ') }),
+      (view) => ({
+        text: view.toolResults.map((r) => (r.result as { status: string }).status).join(' and '),
+      }),
     );
     const { history, answer } = await roundTrip([{ status: 'shipped' }, { status: 'delivered' }]);
     expect(answer).toBe('shipped and delivered');
@@ -139,10 +176,20 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
       {
         role: 'assistant',
         content: '',
-        tool_calls: [{ id: 'call_from_elsewhere', name: 'get_order_status', arguments: { order_id: 1043 } }],
-        provider_raw: { provider: other, message: { something: 'only the other provider understands' } },
+        tool_calls: [
+          { id: 'call_from_elsewhere', name: 'get_order_status', arguments: { order_id: 1043 } },
+        ],
+        provider_raw: {
+          provider: other,
+          message: { something: 'only the other provider understands' },
+        },
       },
-      { role: 'tool', tool_call_id: 'call_from_elsewhere', name: 'get_order_status', content: '{"status":"delivered"}' },
+      {
+        role: 'tool',
+        tool_call_id: 'call_from_elsewhere',
+        name: 'get_order_status',
+        content: '{"status":"delivered"}',
+      },
     ];
     fake.reply({ text: 'It was delivered.' });
     const result = await chatWithTools(history, [ORDER_TOOL], quiet);
@@ -150,9 +197,14 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     const sent = fake.chats()[0];
     expect(sent.status).toBe(200);
     expect(JSON.stringify(sent.body)).not.toContain('only the other provider understands');
-    expect(sent.view?.messages[1].tool_calls?.[0]).toMatchObject({ name: 'get_order_status', arguments: { order_id: 1043 } });
+    expect(sent.view?.messages[1].tool_calls?.[0]).toMatchObject({
+      name: 'get_order_status',
+      arguments: { order_id: 1043 },
+    });
     if (provider === 'gemini') {
-      expect(sent.view?.messages[1].tool_calls?.[0].signature).toBe('skip_thought_signature_validator');
+      expect(sent.view?.messages[1].tool_calls?.[0].signature).toBe(
+        'skip_thought_signature_validator',
+      );
     } else {
       expect(sent.body.messages[2].tool_calls[0].id).toBe('call_from_elsewhere');
       expect(sent.body.messages[3].tool_call_id).toBe('call_from_elsewhere');
@@ -172,7 +224,11 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     const error = await chatWithTools(broken, [ORDER_TOOL], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ status: 400, kind: 'bad_request', retryable: false });
-    expect(error.message).toMatch(provider === 'gemini' ? /number of function response parts/ : /did not have response messages: call_1/);
+    expect(error.message).toMatch(
+      provider === 'gemini'
+        ? /number of function response parts/
+        : /did not have response messages: call_1/,
+    );
     expect(fake.chats()).toHaveLength(1);
   });
 
@@ -182,7 +238,10 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
       { text: 'Back again.' },
     );
     const seen: number[] = [];
-    const result = await chatWithTools(question, [], { sleep, onRetry: (info) => seen.push(info.waitMs) });
+    const result = await chatWithTools(question, [], {
+      sleep,
+      onRetry: (info) => seen.push(info.waitMs),
+    });
     expect(result.text).toBe('Back again.');
     expect(waits).toEqual([7000]);
     expect(seen).toEqual([7000]);
@@ -214,12 +273,22 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   it('does not retry a daily quota error, and says why', async () => {
     fake.reply(
       provider === 'gemini'
-        ? { error: { status: 429, quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier', retryDelay: '20s' } }
+        ? {
+            error: {
+              status: 429,
+              quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier',
+              retryDelay: '20s',
+            },
+          }
         : { error: { status: 429, code: 'insufficient_quota' } },
     );
     const error = await chatWithTools(question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'quota', retryable: false });
-    expect(error.message).toMatch(provider === 'gemini' ? /daily quota.*Retrying will not help/ : /no quota left.*Retrying will not help/);
+    expect(error.message).toMatch(
+      provider === 'gemini'
+        ? /daily quota.*Retrying will not help/
+        : /no quota left.*Retrying will not help/,
+    );
     expect(fake.chats()).toHaveLength(1);
   });
 
@@ -233,7 +302,12 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   });
 
   it('retries when nothing answers, then reports a connection error', async () => {
-    Object.assign(process.env, provider === 'gemini' ? { GEMINI_BASE_URL: 'http://127.0.0.1:9' } : { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
+    Object.assign(
+      process.env,
+      provider === 'gemini'
+        ? { GEMINI_BASE_URL: 'http://127.0.0.1:9' }
+        : { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
+    );
     const error = await chatWithTools(question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'connection', retryable: true });
     expect(error.message).toContain('127.0.0.1:9');
@@ -244,7 +318,9 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     let release!: () => void;
     fake.reply({ text: 'too late', gate: new Promise<void>((resolve) => (release = resolve)) });
     const controller = new AbortController();
-    const pending = chatWithTools(question, [], { ...quiet, signal: controller.signal }).catch((e) => e);
+    const pending = chatWithTools(question, [], { ...quiet, signal: controller.signal }).catch(
+      (e) => e,
+    );
     await fake.waitForChat(1);
     controller.abort();
     const error = await pending;
@@ -256,11 +332,16 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 
   it('ends the whole call at LLM_TIMEOUT_SECONDS, retries included: a 503, then a reply that never comes', async () => {
     await withTimeoutSeconds('1', async () => {
-      fake.reply({ error: { status: 503, retryDelay: '0s', retryAfter: '0' } }, { text: 'too late', gate: never });
+      fake.reply(
+        { error: { status: 503, retryDelay: '0s', retryAfter: '0' } },
+        { text: 'too late', gate: never },
+      );
       const error = await chatWithTools(question, [], quiet).catch((e) => e);
       expect(error).toBeInstanceOf(ProviderError);
       expect(error).toMatchObject({ kind: 'timeout', retryable: false });
-      expect(error.message).toMatch(/^(Gemini|The OpenAI-compatible server) did not answer within 1 s \(LLM_TIMEOUT_SECONDS in \.env; retries included\)\./);
+      expect(error.message).toMatch(
+        /^(Gemini|The OpenAI-compatible server) did not answer within 1 s \(LLM_TIMEOUT_SECONDS in \.env; retries included\)\./,
+      );
       expect(error.message).toMatch(/Before that: .*503/);
       expect(fake.chats()).toHaveLength(2);
       expect(waits).toEqual([0]);
@@ -272,7 +353,9 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
       fake.reply({ error: { status: 429, retryDelay: '30s', retryAfter: '30' } });
       const error = await chatWithTools(question, [], quiet).catch((e) => e);
       expect(error).toMatchObject({ kind: 'timeout', status: 429, retryable: false });
-      expect(error.message).toMatch(/Retrying in 30 s would pass the 1 s limit: LLM_TIMEOUT_SECONDS/);
+      expect(error.message).toMatch(
+        /Retrying in 30 s would pass the 1 s limit: LLM_TIMEOUT_SECONDS/,
+      );
       expect(fake.chats()).toHaveLength(1);
       expect(waits).toEqual([]);
     });
@@ -282,7 +365,10 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     const silent = http.createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    Object.assign(process.env, provider === 'gemini' ? { GEMINI_BASE_URL: url } : { OPENAI_BASE_URL: `${url}/v1` });
+    Object.assign(
+      process.env,
+      provider === 'gemini' ? { GEMINI_BASE_URL: url } : { OPENAI_BASE_URL: `${url}/v1` },
+    );
     try {
       await withTimeoutSeconds('1', async () => {
         const error = await embed(['refund window'], 'document', quiet).catch((e) => e);
@@ -300,7 +386,9 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     const error = await chatWithTools(question, [], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
-    expect(error.message).toMatch(/answered( 200)?, but its body was not JSON \(.*not json.*\)\. Check (GEMINI|OPENAI)_BASE_URL in \.env\.$/);
+    expect(error.message).toMatch(
+      /answered( 200)?, but its body was not JSON \(.*not json.*\)\. Check (GEMINI|OPENAI)_BASE_URL in \.env\.$/,
+    );
     expect(fake.chats()).toHaveLength(1);
   });
 
@@ -343,7 +431,12 @@ describe('Gemini specifics', () => {
 
   it('puts all results of one step in one user content', async () => {
     fake.reply(
-      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1 } }, { name: 'get_order_status', arguments: { order_id: 2 } }] },
+      {
+        tool_calls: [
+          { name: 'get_order_status', arguments: { order_id: 1 } },
+          { name: 'get_order_status', arguments: { order_id: 2 } },
+        ],
+      },
       { text: 'ok' },
     );
     await roundTrip([{ status: 'paid' }, { status: 'pending' }]);
@@ -365,7 +458,15 @@ describe('Gemini specifics', () => {
   });
 
   it('gives calls without ids distinct ids of our own, and echoes no id back', async () => {
-    fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1 } }, { name: 'get_order_status', arguments: { order_id: 2 } }] }, { text: 'ok' });
+    fake.reply(
+      {
+        tool_calls: [
+          { name: 'get_order_status', arguments: { order_id: 1 } },
+          { name: 'get_order_status', arguments: { order_id: 2 } },
+        ],
+      },
+      { text: 'ok' },
+    );
     const { history } = await roundTrip([{ status: 'paid' }, { status: 'paid' }]);
     const ids = (history[2] as any).tool_calls.map((c: any) => c.id);
     expect(ids[0]).toMatch(/^call_[0-9a-f]{16}$/);
@@ -377,11 +478,23 @@ describe('Gemini specifics', () => {
     const withIds = await startFakeProvider({ geminiIds: true });
     Object.assign(process.env, withIds.env('gemini'));
     try {
-      withIds.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 7 }, id: 'fc-abc' }] }, { text: 'ok' });
+      withIds.reply(
+        { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 7 }, id: 'fc-abc' }] },
+        { text: 'ok' },
+      );
       const first = await chatWithTools(question, [ORDER_TOOL], quiet);
       expect(first.tool_calls[0].id).toBe('fc-abc');
       await chatWithTools(
-        [...question, first.message, { role: 'tool', tool_call_id: 'fc-abc', name: 'get_order_status', content: '{"status":"paid"}' }],
+        [
+          ...question,
+          first.message,
+          {
+            role: 'tool',
+            tool_call_id: 'fc-abc',
+            name: 'get_order_status',
+            content: '{"status":"paid"}',
+          },
+        ],
         [ORDER_TOOL],
         quiet,
       );
@@ -406,7 +519,12 @@ describe('Gemini specifics', () => {
     const damaged: Message[] = [
       ...question,
       { ...first.message, provider_raw: { provider: 'gemini', message: raw } },
-      { role: 'tool', tool_call_id: first.tool_calls[0].id, name: 'get_order_status', content: '{"status":"delivered"}' },
+      {
+        role: 'tool',
+        tool_call_id: first.tool_calls[0].id,
+        name: 'get_order_status',
+        content: '{"status":"delivered"}',
+      },
     ];
     const error = await chatWithTools(damaged, [ORDER_TOOL], quiet).catch((e) => e);
     expect(error).toMatchObject({ status: 400 });
@@ -434,13 +552,26 @@ describe('Gemini odd replies', () => {
       },
     });
     const first = await chatWithTools(question, [ORDER_TOOL], quiet);
-    expect(first.tool_calls).toEqual([{ id: expect.stringMatching(/^call_[0-9a-f]{16}$/), name: 'get_order_status', arguments: { order_id: 1043 } }]);
+    expect(first.tool_calls).toEqual([
+      {
+        id: expect.stringMatching(/^call_[0-9a-f]{16}$/),
+        name: 'get_order_status',
+        arguments: { order_id: 1043 },
+      },
+    ]);
     expect(first.message.provider_raw).toBeUndefined();
     fake.reply({ text: 'Delivered.' });
-    await chatWithTools([...question, first.message, resultFor(first.tool_calls[0].id)], [ORDER_TOOL], quiet);
+    await chatWithTools(
+      [...question, first.message, resultFor(first.tool_calls[0].id)],
+      [ORDER_TOOL],
+      quiet,
+    );
     expect(fake.chats()[1].status).toBe(200);
     expect(fake.chats()[1].body.contents[1].parts).toEqual([
-      { functionCall: { name: 'get_order_status', args: { order_id: 1043 } }, thoughtSignature: 'skip_thought_signature_validator' },
+      {
+        functionCall: { name: 'get_order_status', args: { order_id: 1043 } },
+        thoughtSignature: 'skip_thought_signature_validator',
+      },
     ]);
   });
 
@@ -456,11 +587,17 @@ describe('Gemini odd replies', () => {
     const answer: Message = {
       role: 'assistant',
       content: 'Order 1043 was delivered.',
-      provider_raw: { provider: 'gemini', message: { role: 'model', parts: [{ text: 'Something else entirely' }] } },
+      provider_raw: {
+        provider: 'gemini',
+        message: { role: 'model', parts: [{ text: 'Something else entirely' }] },
+      },
     };
     fake.reply({ text: 'ok' });
     await chatWithTools([...question, answer, { role: 'user', content: 'Thanks' }], [], quiet);
-    expect(fake.chats()[0].body.contents[1]).toEqual({ role: 'model', parts: [{ text: 'Order 1043 was delivered.' }] });
+    expect(fake.chats()[0].body.contents[1]).toEqual({
+      role: 'model',
+      parts: [{ text: 'Order 1043 was delivered.' }],
+    });
   });
 });
 
@@ -475,7 +612,10 @@ describe('OpenAI specifics', () => {
   });
 
   it('replays its own message exactly as it arrived', async () => {
-    fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 5 } }] }, { text: 'ok' });
+    fake.reply(
+      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 5 } }] },
+      { text: 'ok' },
+    );
     const { history } = await roundTrip([{ status: 'paid' }]);
     expect(fake.chats()[1].body.messages[2]).toEqual((history[2] as any).provider_raw.message);
   });
@@ -485,7 +625,9 @@ describe('OpenAI specifics', () => {
     expect(reasoningEffort(base, true)).toBe('none');
     expect(reasoningEffort(base, false)).toBeUndefined();
     expect(reasoningEffort({ ...base, model: 'gpt-4.1-mini' }, true)).toBeUndefined();
-    expect(reasoningEffort({ ...base, baseUrl: 'http://localhost:11434/v1' }, true)).toBeUndefined();
+    expect(
+      reasoningEffort({ ...base, baseUrl: 'http://localhost:11434/v1' }, true),
+    ).toBeUndefined();
     expect(reasoningEffort({ ...base, reasoningEffort: 'low' }, true)).toBe('low');
   });
 
@@ -505,35 +647,63 @@ describe('OpenAI specifics', () => {
       content: null,
       tool_calls: [
         { id: 'call_custom', type: 'custom', custom: { name: 'code_exec', input: 'print(1)' } },
-        { id: 'call_fn', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":1043}' } },
+        {
+          id: 'call_fn',
+          type: 'function',
+          function: { name: 'get_order_status', arguments: '{"order_id":1043}' },
+        },
       ],
     };
     fake.reply({ body: completion(raw) });
     const first = await chatWithTools(question, [ORDER_TOOL], quiet);
-    expect(first.tool_calls).toEqual([{ id: 'call_fn', name: 'get_order_status', arguments: { order_id: 1043 } }]);
+    expect(first.tool_calls).toEqual([
+      { id: 'call_fn', name: 'get_order_status', arguments: { order_id: 1043 } },
+    ]);
     expect(first.message.provider_raw).toBeUndefined();
 
     fake.reply({ text: 'Delivered.' }, { text: 'Delivered.' });
-    const second = await chatWithTools([...question, first.message, resultFor('call_fn')], [ORDER_TOOL], quiet);
+    const second = await chatWithTools(
+      [...question, first.message, resultFor('call_fn')],
+      [ORDER_TOOL],
+      quiet,
+    );
     expect(second.text).toBe('Delivered.');
     expect(fake.chats()[1].status).toBe(200);
     expect(fake.chats()[1].body.messages[2].tool_calls).toEqual([
-      { id: 'call_fn', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":1043}' } },
+      {
+        id: 'call_fn',
+        type: 'function',
+        function: { name: 'get_order_status', arguments: '{"order_id":1043}' },
+      },
     ]);
     // A row saved by older code still has the raw with the unanswered custom call: it is rebuilt the same way.
-    const stored: Message = { ...first.message, provider_raw: { provider: 'openai', message: { role: 'assistant', ...raw } } };
+    const stored: Message = {
+      ...first.message,
+      provider_raw: { provider: 'openai', message: { role: 'assistant', ...raw } },
+    };
     await chatWithTools([...question, stored, resultFor('call_fn')], [ORDER_TOOL], quiet);
     expect(fake.chats()[2].status).toBe(200);
     expect(JSON.stringify(fake.chats()[2].body)).not.toContain('call_custom');
   });
 
   it('joins content sent as a list of text parts, and sends it back as a string', async () => {
-    fake.reply({ body: completion({ content: [{ type: 'text', text: 'Hello ' }, { type: 'text', text: 'there' }] }) });
+    fake.reply({
+      body: completion({
+        content: [
+          { type: 'text', text: 'Hello ' },
+          { type: 'text', text: 'there' },
+        ],
+      }),
+    });
     const first = await chatWithTools(question, [], quiet);
     expect(first.text).toBe('Hello there');
     expect(first.message.provider_raw).toBeUndefined();
     fake.reply({ text: 'ok' });
-    await chatWithTools([...question, first.message, { role: 'user', content: 'Thanks' }], [], quiet);
+    await chatWithTools(
+      [...question, first.message, { role: 'user', content: 'Thanks' }],
+      [],
+      quiet,
+    );
     expect(fake.chats()[1].body.messages[2]).toEqual({ role: 'assistant', content: 'Hello there' });
   });
 
@@ -542,7 +712,9 @@ describe('OpenAI specifics', () => {
     const error = await chatWithTools(question, [], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
-    expect(error.message).toBe("The OpenAI-compatible server's reply had content of type number where text was expected (\"42\").");
+    expect(error.message).toBe(
+      'The OpenAI-compatible server\'s reply had content of type number where text was expected ("42").',
+    );
     expect(fake.chats()).toHaveLength(1);
   });
 
@@ -555,7 +727,12 @@ describe('OpenAI specifics', () => {
 
   it('gives a tool call without an id one of our own, used in the call and in its result', async () => {
     fake.reply({
-      body: completion({ content: null, tool_calls: [{ type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":7}' } }] }),
+      body: completion({
+        content: null,
+        tool_calls: [
+          { type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":7}' } },
+        ],
+      }),
     });
     const first = await chatWithTools(question, [ORDER_TOOL], quiet);
     const id = first.tool_calls[0].id;
@@ -574,7 +751,11 @@ describe('OpenAI specifics', () => {
         content: null,
         tool_calls: [
           { id: 'call_nameless', type: 'function', function: { arguments: '{}' } },
-          { id: 'call_ok', type: 'function', function: { name: 'get_order_status', arguments: '{"order_id":7}' } },
+          {
+            id: 'call_ok',
+            type: 'function',
+            function: { name: 'get_order_status', arguments: '{"order_id":7}' },
+          },
         ],
       }),
     });
@@ -589,7 +770,11 @@ describe('OpenAI specifics', () => {
 });
 
 describe('providerRawAgrees', () => {
-  const call = { id: 'call_1', name: 'get_order_status', arguments: { order_id: 1, options: { a: 1, b: [1, 2] } } };
+  const call = {
+    id: 'call_1',
+    name: 'get_order_status',
+    arguments: { order_id: 1, options: { a: 1, b: [1, 2] } },
+  };
   const gemini = (parts: unknown[], extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
     role: 'assistant',
     content: 'Checking.',
@@ -597,41 +782,76 @@ describe('providerRawAgrees', () => {
     provider_raw: { provider: 'gemini', message: { role: 'model', parts } },
     ...extra,
   });
-  const openai = (message: Record<string, unknown>, extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
+  const openai = (
+    message: Record<string, unknown>,
+    extra: Partial<AssistantMessage> = {},
+  ): AssistantMessage => ({
     role: 'assistant',
     content: '',
     tool_calls: [call],
     provider_raw: { provider: 'openai', message: { role: 'assistant', ...message } },
     ...extra,
   });
-  const openaiCall = { id: 'call_1', type: 'function', function: { name: 'get_order_status', arguments: '{"options":{"b":[1,2],"a":1},"order_id":1}' } };
+  const openaiCall = {
+    id: 'call_1',
+    type: 'function',
+    function: { name: 'get_order_status', arguments: '{"options":{"b":[1,2],"a":1},"order_id":1}' },
+  };
 
   it('agrees with Gemini content that says the same, thoughts aside and keys in any order', () => {
     const parts = [
       { text: 'thinking…', thought: true },
       { text: 'Checking.' },
-      { functionCall: { name: 'get_order_status', args: { options: { b: [1, 2], a: 1 }, order_id: 1 } }, thoughtSignature: 'c2ln' },
+      {
+        functionCall: {
+          name: 'get_order_status',
+          args: { options: { b: [1, 2], a: 1 }, order_id: 1 },
+        },
+        thoughtSignature: 'c2ln',
+      },
     ];
     expect(providerRawAgrees(gemini(parts))).toBe(true);
     expect(providerRawAgrees(gemini(parts, { content: 'Something else.' }))).toBe(false);
-    expect(providerRawAgrees(gemini(parts, { tool_calls: [{ ...call, arguments: { order_id: 2 } }] }))).toBe(false);
+    expect(
+      providerRawAgrees(gemini(parts, { tool_calls: [{ ...call, arguments: { order_id: 2 } }] })),
+    ).toBe(false);
     expect(providerRawAgrees(gemini([...parts, { functionCall: { args: {} } }]))).toBe(false);
   });
 
   it('agrees with an OpenAI message only when content, ids, names and arguments match and every call is a function', () => {
     expect(providerRawAgrees(openai({ content: null, tool_calls: [openaiCall] }))).toBe(true);
     expect(providerRawAgrees(openai({ content: 'Hi', tool_calls: [openaiCall] }))).toBe(false);
-    expect(providerRawAgrees(openai({ content: null, tool_calls: [{ ...openaiCall, id: 'call_2' }] }))).toBe(false);
+    expect(
+      providerRawAgrees(openai({ content: null, tool_calls: [{ ...openaiCall, id: 'call_2' }] })),
+    ).toBe(false);
     const custom = { id: 'call_3', type: 'custom', custom: { name: 'code_exec', input: 'x' } };
-    expect(providerRawAgrees(openai({ content: null, tool_calls: [openaiCall, custom] }))).toBe(false);
-    expect(providerRawAgrees(openai({ content: [{ type: 'text', text: 'Hi' }] }, { content: 'Hi', tool_calls: undefined }))).toBe(false);
-    const objectArguments = { ...openaiCall, function: { name: 'get_order_status', arguments: call.arguments } };
+    expect(providerRawAgrees(openai({ content: null, tool_calls: [openaiCall, custom] }))).toBe(
+      false,
+    );
+    expect(
+      providerRawAgrees(
+        openai(
+          { content: [{ type: 'text', text: 'Hi' }] },
+          { content: 'Hi', tool_calls: undefined },
+        ),
+      ),
+    ).toBe(false);
+    const objectArguments = {
+      ...openaiCall,
+      function: { name: 'get_order_status', arguments: call.arguments },
+    };
     expect(providerRawAgrees(openai({ content: null, tool_calls: [objectArguments] }))).toBe(false);
   });
 
   it('is false, without throwing, for no raw or a damaged one', () => {
     expect(providerRawAgrees({ role: 'assistant', content: 'Hi' })).toBe(false);
-    expect(providerRawAgrees({ role: 'assistant', content: 'Hi', provider_raw: { provider: 'gemini', message: 'Hi' } })).toBe(false);
+    expect(
+      providerRawAgrees({
+        role: 'assistant',
+        content: 'Hi',
+        provider_raw: { provider: 'gemini', message: 'Hi' },
+      }),
+    ).toBe(false);
     expect(providerRawAgrees(gemini([null, 'text']))).toBe(false);
     expect(providerRawAgrees(openai({ content: null, tool_calls: [null] }))).toBe(false);
     expect(providerRawAgrees(openai({ content: null, tool_calls: 'call_1' }))).toBe(false);

@@ -8,7 +8,9 @@ import { ROOT_DIR } from '../config.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
 
-const PARTS = readdirSync(ROOT_DIR).filter((name) => /^part-\d\d$/.test(name)).sort();
+const PARTS = readdirSync(ROOT_DIR)
+  .filter((name) => /^part-\d\d$/.test(name))
+  .sort();
 let fake: FakeProvider;
 let logs: string;
 
@@ -45,10 +47,17 @@ function commands(markdown: string): string[] {
  * Runs a README command in the README's folder, through the shell as a learner would. `npx tsx` becomes
  * `node --import tsx`, which is what it runs, without npx's second of start-up per command.
  */
-function sh(command: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+function sh(
+  command: string,
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const direct = command.replace(/^npx tsx /, `"${process.execPath}" --import tsx `);
-    const child = spawn('sh', ['-c', direct], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
+    const child = spawn('sh', ['-c', direct], {
+      cwd,
+      env: { ...process.env, NO_COLOR: '1', ...env },
+    });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
@@ -70,7 +79,11 @@ describe.each(['.', ...PARTS])('the commands in %s/README.md', (dir) => {
     expect(list.length).toBeGreaterThan(0);
   });
   it.each(list)('%s', async (command) => {
-    const result = await sh(command, path.join(ROOT_DIR, dir), { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs });
+    const result = await sh(command, path.join(ROOT_DIR, dir), {
+      ...fake.env('gemini'),
+      DB_NAME: db.name,
+      LOG_DIR: logs,
+    });
     expect(result.output).not.toContain('Unexpected error');
     expect(result.code, result.output).toBe(0);
   });
@@ -86,7 +99,12 @@ function changedFiles(a: string, b: string): string[] {
   const left = new Set(list(a));
   const right = new Set(list(b));
   return [...new Set([...left, ...right])]
-    .filter((file) => !left.has(file) || !right.has(file) || !readFileSync(path.join(a, file)).equals(readFileSync(path.join(b, file))))
+    .filter(
+      (file) =>
+        !left.has(file) ||
+        !right.has(file) ||
+        !readFileSync(path.join(a, file)).equals(readFileSync(path.join(b, file))),
+    )
     .sort();
 }
 
@@ -96,34 +114,60 @@ describe.each(PARTS.slice(1).map((part, i) => [PARTS[i], part]))('%s → %s', (b
       .filter((file) => file !== 'README.md')
       .map((file) => (file.startsWith('tests/') ? 'tests/' : file));
     const listed = section(readme(after), /^## What changed since Part \d+$/);
-    expect(listed, `${after}/README.md needs a "## What changed since Part N" section`).not.toBe('');
-    const mentioned = [...listed.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)].flatMap((m) => [...m[1].matchAll(/`([^`]+)`/g)].map((x) => x[1]));
+    expect(listed, `${after}/README.md needs a "## What changed since Part N" section`).not.toBe(
+      '',
+    );
+    const mentioned = [...listed.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)].flatMap((m) =>
+      [...m[1].matchAll(/`([^`]+)`/g)].map((x) => x[1]),
+    );
     expect([...new Set(mentioned)].sort()).toEqual([...new Set(changed)].sort());
   });
 });
 
 describe('every part', () => {
   it.each(PARTS)('%s imports only its own files, shared/ and packages', (part) => {
-    const files = readdirSync(path.join(ROOT_DIR, part), { recursive: true }).map(String).filter((f) => f.endsWith('.ts'));
+    const files = readdirSync(path.join(ROOT_DIR, part), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.ts'));
     for (const file of files) {
       const source = readFileSync(path.join(ROOT_DIR, part, file), 'utf8');
       for (const [, target] of source.matchAll(/from '([^']+)'/g)) {
-        const resolved = path.relative(ROOT_DIR, path.resolve(path.dirname(path.join(ROOT_DIR, part, file)), target));
-        if (target.startsWith('.')) expect(resolved.startsWith(part) || resolved.startsWith('shared'), `${part}/${file} imports ${target}`).toBe(true);
+        const resolved = path.relative(
+          ROOT_DIR,
+          path.resolve(path.dirname(path.join(ROOT_DIR, part, file)), target),
+        );
+        if (target.startsWith('.'))
+          expect(
+            resolved.startsWith(part) || resolved.startsWith('shared'),
+            `${part}/${file} imports ${target}`,
+          ).toBe(true);
       }
     }
   });
 
-  it.each(PARTS)('%s/README.md has the sections a learner needs, and says where its sample session comes from', (part) => {
-    const text = readme(part);
-    for (const heading of [/^## (What changed since Part \d+|What's here)$/, /^## Files$/, /^## Run it$/, /^## Sample session$/, /^## Key ideas|^## How memory works$/]) {
-      expect(section(text, heading), `${part}: missing ${heading}`).not.toBe('');
-    }
-    expect(section(text, /^## Sample session$/)).toMatch(/real run against the project's fake provider|example from a real provider/);
-  });
+  it.each(PARTS)(
+    '%s/README.md has the sections a learner needs, and says where its sample session comes from',
+    (part) => {
+      const text = readme(part);
+      for (const heading of [
+        /^## (What changed since Part \d+|What's here)$/,
+        /^## Files$/,
+        /^## Run it$/,
+        /^## Sample session$/,
+        /^## Key ideas|^## How memory works$/,
+      ]) {
+        expect(section(text, heading), `${part}: missing ${heading}`).not.toBe('');
+      }
+      expect(section(text, /^## Sample session$/)).toMatch(
+        /real run against the project's fake provider|example from a real provider/,
+      );
+    },
+  );
 
   it.each(PARTS)('%s/README.md lists every file of the part in its Files table', (part) => {
-    const files = readdirSync(path.join(ROOT_DIR, part)).filter((name) => name !== 'README.md' && name !== 'tests');
+    const files = readdirSync(path.join(ROOT_DIR, part)).filter(
+      (name) => name !== 'README.md' && name !== 'tests',
+    );
     const table = section(readme(part), /^## Files$/);
     const listed = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
     expect(listed.sort()).toEqual(files.sort());

@@ -7,7 +7,9 @@ import { createScratchDatabase, type ScratchDatabase } from '../testing/database
 import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
 import { partScenarios, runScenario } from '../testing/scenario-runner.ts';
 
-const PARTS = readdirSync(ROOT_DIR).filter((name) => /^part-\d\d$/.test(name)).sort();
+const PARTS = readdirSync(ROOT_DIR)
+  .filter((name) => /^part-\d\d$/.test(name))
+  .sort();
 
 describe('the scenario lists', () => {
   it('name only scenarios that exist, and never shrink from one part to the next', () => {
@@ -15,7 +17,8 @@ describe('the scenario lists', () => {
     let previous: string[] = [];
     for (const part of PARTS) {
       const { scenarios } = partScenarios(part);
-      for (const id of scenarios) expect(known.has(id), `${part}: unknown scenario ${id}`).toBe(true);
+      for (const id of scenarios)
+        expect(known.has(id), `${part}: unknown scenario ${id}`).toBe(true);
       for (const id of previous) expect(scenarios, `${part} dropped ${id}`).toContain(id);
       previous = scenarios;
     }
@@ -40,23 +43,26 @@ function scenariosFor(part: string, provider: (typeof PROVIDERS)[number]): strin
 // Parts and providers run side by side (each pair has its own fake provider and database);
 // the scenarios of one pair run in order, as they share that conversation with the fake model.
 describe.concurrent.each(PARTS)('%s', (part) => {
-  describe.each(PROVIDERS.filter((provider) => scenariosFor(part, provider).length))('with %s', (provider) => {
-    let db: ScratchDatabase;
-    let fake: FakeProvider;
-    beforeAll(async () => {
-      fake = await startFakeProvider();
-      db = await createScratchDatabase(); // empty: the part's first run sets it up, as for a learner
-    });
-    afterAll(async () => {
-      await fake.close();
-      await db.drop();
-    });
+  describe.each(PROVIDERS.filter((provider) => scenariosFor(part, provider).length))(
+    'with %s',
+    (provider) => {
+      let db: ScratchDatabase;
+      let fake: FakeProvider;
+      beforeAll(async () => {
+        fake = await startFakeProvider();
+        db = await createScratchDatabase(); // empty: the part's first run sets it up, as for a learner
+      });
+      afterAll(async () => {
+        await fake.close();
+        await db.drop();
+      });
 
-    it.sequential.each(scenariosFor(part, provider))('passes %s', async (id) => {
-      const scenario = SCENARIOS.find((s) => s.id === id)!;
-      const run = await runScenario(part, scenario, provider, fake, { DB_NAME: db.name });
-      await scenario.check(run, expect);
-      expect(fake.pending()).toBe(0);
-    });
-  });
+      it.sequential.each(scenariosFor(part, provider))('passes %s', async (id) => {
+        const scenario = SCENARIOS.find((s) => s.id === id)!;
+        const run = await runScenario(part, scenario, provider, fake, { DB_NAME: db.name });
+        await scenario.check(run, expect);
+        expect(fake.pending()).toBe(0);
+      });
+    },
+  );
 });

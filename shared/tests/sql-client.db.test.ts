@@ -13,7 +13,10 @@ const CLIENT = ['mysql', 'mariadb'].find((name) => spawnSync(name, ['--version']
 
 describe.each(PARTS)('%s SQL files through the mysql client', (part) => {
   it('create the same store that setup.ts creates', async () => {
-    expect(CLIENT, 'These tests need the mysql (or mariadb) command-line client on PATH.').toBeDefined();
+    expect(
+      CLIENT,
+      'These tests need the mysql (or mariadb) command-line client on PATH.',
+    ).toBeDefined();
     const db = await createScratchDatabase();
     try {
       const { host, port, user, password } = dbSettings();
@@ -32,7 +35,9 @@ describe.each(PARTS)('%s SQL files through the mysql client', (part) => {
       );
       expect(counts).toEqual({ customers: 8, orders: 20, items: 25 });
       if (existsSync(path.join(ROOT_DIR, part, 'functions.sql'))) {
-        const [row] = await query<Array<{ reason: string }>>('SELECT refund_reason(status, paid_at) AS reason FROM orders WHERE id = 1042');
+        const [row] = await query<Array<{ reason: string }>>(
+          'SELECT refund_reason(status, paid_at) AS reason FROM orders WHERE id = 1042',
+        );
         expect(row.reason).toBe('Paid and within the refund window (11 days left).');
       }
     } finally {
