@@ -1,5 +1,6 @@
 // Nimbus's first answer: send the system prompt and one question to the model, print the reply.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { llmSettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { chatWithTools, type Message } from '../shared/llm/index.ts';
 import { printable } from '../shared/text.ts';
@@ -13,13 +14,15 @@ await runMain(async () => {
   const { positionals } = parseFlags({ options: {}, allowPositionals: true });
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
+  // Settings are read once, here, and handed to what needs them: a missing key is said first.
+  const llm = llmSettings();
 
   // The model remembers nothing between calls: everything it should know travels in this array.
   const messages: Message[] = [
     { role: 'system', content: SYSTEM_PROMPT },
     { role: 'user', content: question },
   ];
-  const reply = await chatWithTools(messages);
+  const reply = await chatWithTools(llm, messages);
   // The model's text goes to a terminal: control characters in it are shown, never obeyed.
   console.log(printable(reply.text) || '(Nimbus gave an empty answer; try asking another way.)');
 }, USAGE);

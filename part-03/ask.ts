@@ -22,7 +22,7 @@ await runMain(async () => {
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key is said before anything is created.
-  llmSettings();
+  const llm = llmSettings();
   await ensureDatabase();
   const customer = await signIn(values.customer);
   console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
@@ -32,7 +32,7 @@ await runMain(async () => {
     { role: 'user', content: question },
   ];
   // 1. The model either answers, or asks us to run tools.
-  const first = await chatWithTools(messages, TOOL_DEFINITIONS);
+  const first = await chatWithTools(llm, messages, TOOL_DEFINITIONS);
   if (first.tool_calls.length === 0) {
     console.log(printable(first.text) || '(Nimbus gave an empty answer; try asking another way.)');
     return 0;
@@ -65,7 +65,7 @@ await runMain(async () => {
   }
 
   // 3. With the results in hand, the model writes the answer.
-  const second = await chatWithTools(messages, TOOL_DEFINITIONS);
+  const second = await chatWithTools(llm, messages, TOOL_DEFINITIONS);
   if (second.tool_calls.length > 0) {
     // One round is all this script does: a model that wants more lookups gets a plain apology.
     console.log(

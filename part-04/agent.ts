@@ -1,4 +1,5 @@
 // The agent loop: ask the model, run the tools it asks for, and repeat until it answers.
+import type { LlmSettings } from '../shared/config.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -37,6 +38,10 @@ export interface AgentResult {
 }
 
 export interface AgentOptions {
+  /** The provider to ask, as the entry script read it from .env. */
+  llm: LlmSettings;
+  /** Where traces are written (LOG_DIR, checked at start). */
+  logDir: string;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
   signal?: AbortSignal;
@@ -46,9 +51,9 @@ export interface AgentOptions {
 export async function runAgent(
   question: string,
   customer: Customer,
-  options: AgentOptions = {},
+  options: AgentOptions,
 ): Promise<AgentResult> {
-  const trace = new Trace({ quiet: options.quiet });
+  const trace = new Trace({ dir: options.logDir, quiet: options.quiet });
   trace.event('start', { question, customer_id: customer.id });
   // The history grows within this question: every request carries everything so far.
   const messages: Message[] = [
@@ -69,7 +74,7 @@ export async function runAgent(
     const started = Date.now();
     let reply;
     try {
-      reply = await chatWithTools(messages, TOOL_DEFINITIONS, {
+      reply = await chatWithTools(options.llm, messages, TOOL_DEFINITIONS, {
         signal: options.signal,
         onRetry: (info) =>
           trace.event('retry', {

@@ -24,14 +24,14 @@ await runMain(async () => {
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
-  llmSettings();
-  ensureLogDir();
+  const llm = llmSettings();
+  const logDir = ensureLogDir();
   await ensureDatabase();
   const customer = await signIn(values.customer);
   if (!values.quiet)
     console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
 
-  const result = await runAgent(question, customer, { quiet: values.quiet });
+  const result = await runAgent(question, customer, { llm, logDir, quiet: values.quiet });
   console.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   console.error(

@@ -1,7 +1,8 @@
 // Embeds the help-center chunks for search: `npx tsx build-index.ts`. Ctrl-C is safe; run it again to continue.
 import { parseFlags, runMain } from '../shared/cli.ts';
 import { commandFor } from '../shared/hints.ts';
-import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
+import { llmSettings } from '../shared/config.ts';
+import { ProviderError } from '../shared/llm/index.ts';
 import { buildIndex } from './embedding-index.ts';
 import { progressBar } from './progress-bar.ts';
 import { ensureDatabase } from './setup-database.ts';
@@ -14,7 +15,8 @@ stop it with Ctrl-C and run it again to continue.`;
 
 await runMain(async () => {
   parseFlags({ options: {} });
-  const model = embeddingModel();
+  const llm = llmSettings();
+  const model = llm.embeddingModel;
   if (!model) {
     console.log(
       'No embedding model is configured (set OPENAI_EMBEDDING_MODEL for your server), so there is nothing to index.',
@@ -23,12 +25,12 @@ await runMain(async () => {
     return 0;
   }
 
-  await ensureDatabase();
+  await ensureDatabase(console.error, llm);
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   try {
     const bar = progressBar(`Embedding with ${model}:`);
-    const { done, total } = await buildIndex({
+    const { done, total } = await buildIndex(llm, {
       onProgress: (progress) => progress.total > 0 && bar(progress),
       signal: controller.signal,
     });

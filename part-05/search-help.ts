@@ -1,4 +1,5 @@
 // Finds the help-center passages that best match a question: by meaning when there is an index, by keywords otherwise.
+import type { LlmSettings } from '../shared/config.ts';
 import { query } from '../shared/db.ts';
 import { embed, ProviderError } from '../shared/llm/index.ts';
 import { fromBlob, indexStatus, normalise } from './embedding-index.ts';
@@ -12,11 +13,11 @@ export interface SearchResult {
   note?: string;
 }
 
-export async function searchHelpCenter(question: string): Promise<SearchResult> {
-  const { model, total, indexed } = await indexStatus();
+export async function searchHelpCenter(question: string, llm: LlmSettings): Promise<SearchResult> {
+  const { model, total, indexed } = await indexStatus(llm.embeddingModel);
   if (!model || indexed === 0) return searchByKeywords(question);
   try {
-    const found = await searchByMeaning(question, model);
+    const found = await searchByMeaning(question, llm);
     // Chunks ingested since the last build-index cannot be found by meaning yet: the model should know
     // its search was partial (the person running Nimbus is told at start, with the command that fixes it).
     const missing = total - indexed;
@@ -41,13 +42,13 @@ export async function searchHelpCenter(question: string): Promise<SearchResult> 
  * normalising the question's vector the similarity is a dot product. A help center has a few
  * hundred chunks at most: comparing them all takes well under a millisecond.
  */
-async function searchByMeaning(question: string, model: string): Promise<SearchResult> {
-  const [vector] = await embed([question], 'query');
+async function searchByMeaning(question: string, llm: LlmSettings): Promise<SearchResult> {
+  const [vector] = await embed(llm, [question], 'query');
   const q = normalise(vector);
   const chunks = await query<Array<{ title: string; text: string; embedding: Buffer }>>(
     `SELECT a.title, c.text, c.embedding FROM help_chunks c JOIN help_articles a ON a.id = c.article_id
       WHERE c.embedding_model = ?`,
-    [model],
+    [llm.embeddingModel],
   );
   const scored = chunks
     .map((chunk) => {

@@ -3,10 +3,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { ConfigError, dbSettings } from '../shared/config.ts';
+import { ConfigError, dbSettings, type LlmSettings } from '../shared/config.ts';
 import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
-import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
+import { ProviderError } from '../shared/llm/index.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
@@ -36,9 +36,13 @@ const FUNCTIONS = [
  * Makes sure the database has everything this part needs: the database itself, any missing table or
  * function, and the sample data in tables that are still empty. It never drops or changes what is
  * there, so every command can call it on start, and a database from an earlier chapter simply gains
- * this chapter's tables.
+ * this chapter's tables. On a first run `llm` embeds the help center; when it is a ConfigError (no key,
+ * say) the log says so, and search works on keywords until build-index.ts runs.
  */
-export async function ensureDatabase(log: (line: string) => void = console.error): Promise<void> {
+export async function ensureDatabase(
+  log: (line: string) => void = console.error,
+  llm?: LlmSettings | ConfigError,
+): Promise<void> {
   let helpCenterLoaded = false;
   await withSetupConnection(async (db, database) => {
     const missing = await missingTables(db, database);
@@ -65,21 +69,25 @@ export async function ensureDatabase(log: (line: string) => void = console.error
     }
   });
   // Outside the lock: embedding can take a while, and another first run has nothing to wait for.
-  if (helpCenterLoaded) await indexHelpCenter(log);
+  if (helpCenterLoaded && llm) await indexHelpCenter(llm, log);
 }
 
 /**
  * Embeds the help center when an embedding model is configured. Without one (or when the provider
  * fails) search still works, on keywords, and the log says how to build the index later.
  */
-async function indexHelpCenter(log: (line: string) => void): Promise<void> {
+async function indexHelpCenter(
+  llm: LlmSettings | ConfigError,
+  log: (line: string) => void,
+): Promise<void> {
   try {
-    const model = embeddingModel();
+    if (llm instanceof ConfigError) throw llm;
+    const model = llm.embeddingModel;
     if (!model)
       return log(
         'No embedding model is configured: help-center search uses keywords (MySQL FULLTEXT).',
       );
-    const { done } = await buildIndex();
+    const { done } = await buildIndex(llm);
     log(`Embedded ${done} help-center chunks with ${model}.`);
   } catch (error) {
     if (!(error instanceof ConfigError || error instanceof ProviderError)) throw error;
@@ -119,7 +127,10 @@ export async function planReset(): Promise<ResetPlan> {
 }
 
 /** Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts calls this. */
-export async function resetDatabase(log: (line: string) => void = console.log): Promise<void> {
+export async function resetDatabase(
+  log: (line: string) => void = console.log,
+  llm?: LlmSettings | ConfigError,
+): Promise<void> {
   await withSetupConnection(async (db, database) => {
     // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
     await db.query('SET FOREIGN_KEY_CHECKS = 0');
@@ -128,7 +139,7 @@ export async function resetDatabase(log: (line: string) => void = console.log): 
     for (const name of FUNCTIONS) await db.query(`DROP FUNCTION IF EXISTS \`${name}\``);
     log(`Database "${database}": dropped ${TABLES.join(', ')}.`);
   });
-  await ensureDatabase(log);
+  await ensureDatabase(log, llm);
 }
 
 /**

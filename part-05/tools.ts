@@ -5,6 +5,7 @@
 // another customer's order looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import { query, withTransaction } from '../shared/db.ts';
+import type { LlmSettings } from '../shared/config.ts';
 import type { ToolCall, ToolDefinition } from '../shared/llm/index.ts';
 import { searchHelpCenter } from './search-help.ts';
 import type { Customer } from './session.ts';
@@ -16,6 +17,8 @@ export type ToolResult = Record<string, unknown>;
 export interface ToolContext {
   /** The signed-in customer: every lookup is limited to their orders. */
   customer: Customer;
+  /** The provider, for searching the help center by meaning. */
+  llm: LlmSettings;
   /** Tickets opened so far for the current question (see MAX_TICKETS_PER_TURN). */
   ticketsOpened: number;
 }
@@ -284,12 +287,12 @@ const searchHelpCenterTool: Tool = {
       additionalProperties: false,
     },
   },
-  async run(args) {
+  async run(args, context) {
     const text = typeof args.query === 'string' ? args.query.trim() : '';
     if (!text) throw new ArgumentError('query must be a non-empty text.');
     if (text.length > MAX_QUERY_LENGTH)
       throw new ArgumentError(`query must be at most ${MAX_QUERY_LENGTH} characters.`);
-    const found = await searchHelpCenter(text);
+    const found = await searchHelpCenter(text, context.llm);
     return found.results.length
       ? { ...found }
       : { ...found, note: found.note ?? 'Nothing relevant found in the help center.' };

@@ -3,7 +3,7 @@ import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
-import { logDir, makeFolders } from '../shared/config.ts';
+import { makeFolders } from '../shared/config.ts';
 import { printable, shorten } from '../shared/text.ts';
 
 export type TraceEventType =
@@ -17,6 +17,8 @@ export type TraceEventType =
   | 'end';
 
 export interface TraceOptions {
+  /** The folder traces go in (LOG_DIR, checked at start). */
+  dir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
 }
@@ -32,10 +34,10 @@ export class Trace {
   private readonly quiet: boolean;
   private failed = false;
 
-  constructor(options: TraceOptions = {}) {
+  constructor(options: TraceOptions) {
     this.quiet = options.quiet ?? false;
     const started = new Date().toISOString().replace(/[:.]/g, '-');
-    this.file = path.join(logDir(), 'traces', `${started}_${this.id}.jsonl`);
+    this.file = path.join(options.dir, 'traces', `${started}_${this.id}.jsonl`);
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */

@@ -1,4 +1,5 @@
 // The agent loop, per conversation: earlier turns from memory, then ask, run tools, repeat; every step is saved as it completes.
+import type { LlmSettings } from '../shared/config.ts';
 import { DatabaseCancelled } from '../shared/db.ts';
 import {
   chatWithTools,
@@ -60,6 +61,8 @@ export interface Session {
 }
 
 export interface AgentOptions {
+  /** The provider to ask, as the entry script read it from .env. */
+  llm: LlmSettings;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
   /** Cancels the question (Ctrl-C): runAgent then throws TurnCancelled. */
@@ -93,7 +96,7 @@ export class TurnCancelled extends Error {
 export async function runAgent(
   question: string,
   session: Session,
-  options: AgentOptions = {},
+  options: AgentOptions,
 ): Promise<AgentResult> {
   if (question.length > MAX_QUESTION_CHARS) throw new QuestionTooLong(question.length);
   try {
@@ -142,7 +145,7 @@ async function answer(
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const callCounts = new Map<string, number>();
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
-  const context: ToolContext = { customer, ticketsOpened: 0 };
+  const context: ToolContext = { customer, llm: options.llm, ticketsOpened: 0 };
   let saveError: string | undefined;
 
   /** Saves what is not saved yet. A failure is reported and kept for a later try; it never ends the turn. */
@@ -205,7 +208,7 @@ async function answer(
     const request = [system, ...history.messages, ...turn];
     let reply;
     try {
-      reply = await chatWithTools(request, TOOL_DEFINITIONS, {
+      reply = await chatWithTools(options.llm, request, TOOL_DEFINITIONS, {
         signal: options.signal,
         onRetry: (info) =>
           trace.event('retry', {

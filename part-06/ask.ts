@@ -31,14 +31,14 @@ await runMain(async () => {
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
-  llmSettings();
+  const llm = llmSettings();
   ensureLogDir();
-  await ensureDatabase();
+  await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   if (!values.quiet)
     console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
   const problem = describeIndexStatus(
-    await indexStatus(),
+    await indexStatus(llm.embeddingModel),
     commandFor(new URL('./build-index.ts', import.meta.url)),
   );
   if (problem && !values.quiet) console.error(dim(problem, process.stderr));
@@ -50,7 +50,7 @@ await runMain(async () => {
 
   let result;
   try {
-    result = await runAgent(question, { customer, conversation }, { quiet: values.quiet });
+    result = await runAgent(question, { customer, conversation }, { llm, quiet: values.quiet });
   } catch (error) {
     if (error instanceof QuestionTooLong) throw new UsageError(error.message);
     throw error;

@@ -1,7 +1,7 @@
 // Chat with Nimbus in the terminal. Every step is saved in MySQL, so a conversation can be resumed later.
 import readline from 'node:readline';
 import { dim, parseFlags, runMain } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings } from '../shared/config.ts';
+import { ensureLogDir, llmSettings, type LlmSettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { ProviderError } from '../shared/llm/index.ts';
@@ -36,9 +36,9 @@ await runMain(async () => {
   const resume =
     values.resume === undefined ? undefined : parseConversationId(values.resume, '--resume');
   // Settings first: a missing key or a bad LOG_DIR is said before anything is created or asked.
-  llmSettings();
+  const llm = llmSettings();
   ensureLogDir();
-  await ensureDatabase();
+  await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   console.log(`Signed in as ${describeCustomer(customer)}.`);
 
@@ -54,10 +54,10 @@ await runMain(async () => {
   const rl = process.stdin.isTTY
     ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' })
     : undefined;
-  await checkSearchIndex(rl);
+  await checkSearchIndex(llm, rl);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
 
-  await chatLoop(session, values.quiet ?? false, rl);
+  await chatLoop(session, llm, values.quiet ?? false, rl);
   // Nothing is stored until the first answer, so only then is there something to resume; and only by
   // the same customer, so a --customer given now belongs in the command too.
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
@@ -71,6 +71,7 @@ await runMain(async () => {
 /** The chat itself: `rl` reads a terminal; without one (piped input) lines are read straight from stdin. */
 async function chatLoop(
   session: Session,
+  llm: LlmSettings,
   quiet: boolean,
   rl: readline.Interface | undefined,
 ): Promise<void> {
@@ -109,7 +110,7 @@ async function chatLoop(
       }
       working = new AbortController();
       try {
-        await ask(question, session, quiet, working.signal);
+        await ask(question, session, llm, quiet, working.signal);
       } finally {
         working = undefined;
       }
@@ -127,18 +128,19 @@ async function chatLoop(
 async function ask(
   question: string,
   session: Session,
+  llm: LlmSettings,
   quiet: boolean,
   signal: AbortSignal,
 ): Promise<void> {
   try {
-    const result = await runAgent(question, session, { quiet, signal });
+    const result = await runAgent(question, session, { llm, quiet, signal });
     console.log(`Nimbus: ${printable(result.answer)}\n`);
     if (result.saveError) console.error(`Not saved: ${result.saveError}\n`);
   } catch (error) {
     if (error instanceof ConversationDeleted) {
       session.conversation = newConversation(session.customer.id);
       console.log(`${error.message} Continuing in a new conversation: ${session.conversation.id}`);
-      return ask(question, session, quiet, signal);
+      return ask(question, session, llm, quiet, signal);
     }
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
     // ConversationBusy is a DatabaseError too: another window is answering in this conversation.
@@ -174,9 +176,12 @@ async function* pipedLines(input: NodeJS.ReadStream): AsyncGenerator<string> {
  * another model), with the command that fixes it; on a terminal, offers to build it right now.
  * Ctrl-C skips the offer, or stops the build (what is embedded so far is kept).
  */
-async function checkSearchIndex(rl: readline.Interface | undefined): Promise<void> {
+async function checkSearchIndex(
+  llm: LlmSettings,
+  rl: readline.Interface | undefined,
+): Promise<void> {
   const command = commandFor(new URL('./build-index.ts', import.meta.url));
-  const problem = describeIndexStatus(await indexStatus(), command);
+  const problem = describeIndexStatus(await indexStatus(llm.embeddingModel), command);
   if (!problem) return;
   console.log(dim(problem));
   if (!rl) return;
@@ -190,7 +195,7 @@ async function checkSearchIndex(rl: readline.Interface | undefined): Promise<voi
     });
     if (!/^y(es)?$/i.test(answer.trim())) return void (controller.signal.aborted && console.log());
     const bar = progressBar('Embedding the help center:');
-    await buildIndex({
+    await buildIndex(llm, {
       onProgress: (progress) => progress.total > 0 && bar(progress),
       signal: controller.signal,
     });

@@ -1,6 +1,7 @@
 // Gives every help-center chunk an embedding, in batches, resuming where an earlier run stopped.
 import { query, withTransaction } from '../shared/db.ts';
-import { embed, embeddingModel } from '../shared/llm/index.ts';
+import type { LlmSettings } from '../shared/config.ts';
+import { embed } from '../shared/llm/index.ts';
 import type { Progress } from './progress-bar.ts';
 
 /** Chunks per embedding request: few requests, each small enough to retry cheaply. */
@@ -20,8 +21,7 @@ export interface IndexStatus {
 }
 
 /** How much of the help center the current model has indexed: each chunk records the model of its vector. */
-export async function indexStatus(): Promise<IndexStatus> {
-  const model = embeddingModel();
+export async function indexStatus(model: string | undefined): Promise<IndexStatus> {
   const [row] = await query<
     Array<{ total: number; indexed: number | null; other_model: string | null }>
   >(
@@ -60,8 +60,8 @@ export interface IndexOptions {
  * or chunks embedded with another model). Each batch is saved as it completes, so an interrupted
  * run loses at most one batch and the next run continues from there. Returns how many it embedded.
  */
-export async function buildIndex(options: IndexOptions = {}): Promise<Progress> {
-  const model = embeddingModel();
+export async function buildIndex(llm: LlmSettings, options: IndexOptions = {}): Promise<Progress> {
+  const model = llm.embeddingModel;
   if (!model) throw new Error('No embedding model is configured.');
   const batchSize = options.batchSize ?? BATCH_SIZE;
   const [count] = await query<Array<{ n: number }>>(
@@ -80,6 +80,7 @@ export async function buildIndex(options: IndexOptions = {}): Promise<Progress> 
     if (batch.length === 0) break;
     // The article title travels with each chunk: "Refunds… / How to request a refund" says more than the paragraph alone.
     const vectors = await embed(
+      llm,
       batch.map((chunk) => `${chunk.title}\n${chunk.text}`),
       'document',
       { signal: options.signal },

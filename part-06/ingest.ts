@@ -1,5 +1,6 @@
 // Loads the help-center articles into the database: `npx tsx ingest.ts`. Safe to run any time.
 import { parseFlags, runMain } from '../shared/cli.ts';
+import { llmSettingsOrError } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { describeIngest, ingestArticles, HELP_CENTER_DIR } from './ingest-articles.ts';
 import { ensureDatabase } from './setup-database.ts';
@@ -12,6 +13,6 @@ Then run ${commandFor(new URL('./build-index.ts', import.meta.url))} to embed th
 
 await runMain(async () => {
   parseFlags({ options: {} });
-  await ensureDatabase();
+  await ensureDatabase(console.error, llmSettingsOrError());
   for (const line of describeIngest(await ingestArticles())) console.log(line);
 }, USAGE);

@@ -1,6 +1,7 @@
 // Resets the database to the sample store: `npx tsx setup.ts` (`npm run setup` at the root). Says what goes, and asks first.
 import readline from 'node:readline/promises';
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { llmSettingsOrError } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { deleteTraceFiles, existingTraceFiles } from './retention.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
@@ -29,7 +30,7 @@ await runMain(async () => {
       return 1;
     }
   }
-  await resetDatabase();
+  await resetDatabase(console.log, llmSettingsOrError());
   const deleted = deleteTraceFiles(traces);
   if (deleted.length) console.log(`Deleted ${count(deleted.length, 'trace file')}.`);
 }, USAGE);

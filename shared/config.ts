@@ -23,7 +23,12 @@ function read(name: string): string | undefined {
 
 export type ProviderName = 'gemini' | 'openai';
 
-export interface GeminiSettings {
+/** What every provider needs: the longest one model call may take, retries and their waits included. */
+interface ProviderLimits {
+  timeoutMs: number;
+}
+
+export interface GeminiSettings extends ProviderLimits {
   provider: 'gemini';
   apiKey: string;
   model: string;
@@ -31,7 +36,7 @@ export interface GeminiSettings {
   baseUrl?: string;
 }
 
-export interface OpenAISettings {
+export interface OpenAISettings extends ProviderLimits {
   provider: 'openai';
   apiKey: string;
   model: string;
@@ -55,8 +60,13 @@ function providerName(): ProviderName {
   return value;
 }
 
-/** The chosen provider's settings; throws a ConfigError naming the variable to fix. */
+/**
+ * The chosen provider's settings; throws a ConfigError naming the variable to fix. Entry scripts call
+ * it once at start and pass the result down, so a bad value is said before anything else happens.
+ */
 export function llmSettings(): LlmSettings {
+  // LLM_TIMEOUT_SECONDS: 120 s by default; raise it for a slow local model.
+  const timeoutMs = integerSetting('LLM_TIMEOUT_SECONDS', 120, 1, 86_400) * 1000;
   if (providerName() === 'gemini') {
     const apiKey = read('GEMINI_API_KEY');
     if (!apiKey) {
@@ -70,6 +80,7 @@ export function llmSettings(): LlmSettings {
       model: read('GEMINI_MODEL') ?? 'gemini-flash-latest',
       embeddingModel: read('GEMINI_EMBEDDING_MODEL') ?? 'gemini-embedding-001',
       baseUrl: optionalUrl('GEMINI_BASE_URL'),
+      timeoutMs,
     };
   }
 
@@ -96,17 +107,26 @@ export function llmSettings(): LlmSettings {
       read('OPENAI_EMBEDDING_MODEL') ?? (baseUrl ? undefined : 'text-embedding-3-small'),
     baseUrl,
     reasoningEffort,
+    timeoutMs,
   };
+}
+
+/**
+ * For scripts that also do their job without a model (setup, ingest): the provider's settings, or the
+ * ConfigError saying what is missing, to report instead of stopping.
+ */
+export function llmSettingsOrError(): LlmSettings | ConfigError {
+  try {
+    return llmSettings();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
 }
 
 /** The signed-in customer's email (CUSTOMER_EMAIL), if set: a terminal has no login, so configuration says who it is. */
 export function customerEmail(): string | undefined {
   return read('CUSTOMER_EMAIL');
-}
-
-/** The longest one model call may take, retries and their waits included (LLM_TIMEOUT_SECONDS, default 120). */
-export function llmTimeoutMs(): number {
-  return integerSetting('LLM_TIMEOUT_SECONDS', 120, 1, 86_400) * 1000;
 }
 
 /**

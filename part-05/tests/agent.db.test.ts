@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { logDir } from '../../shared/config.ts';
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
@@ -11,6 +12,7 @@ import {
   EMPTY_ANSWER,
   MAX_STEPS,
   runAgent,
+  type AgentOptions,
   STEP_LIMIT_ANSWER,
 } from '../agent.ts';
 import { REPEATED_CALL_ERROR } from '../safe-run-tool.ts';
@@ -37,7 +39,6 @@ afterEach(() => {
   expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
 });
 
-const quiet = { quiet: true };
 const result = (view: { toolResults: Array<{ result: unknown }> }, i = 0) =>
   view.toolResults[i].result as Record<string, any>;
 
@@ -49,8 +50,9 @@ function readTrace(file: string) {
 }
 
 describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
+  let options: AgentOptions;
   beforeEach(async () => {
-    Object.assign(process.env, fake.env(provider));
+    options = { llm: fake.llm(provider), logDir: logDir(), quiet: true };
     fake.requests.length = 0;
     await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
@@ -68,7 +70,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       }),
       (view) => ({ text: `Order ${result(view).order_id}: ${result(view).reason}` }),
     );
-    const outcome = await runAgent('Can I return my headphones?', maya, quiet);
+    const outcome = await runAgent('Can I return my headphones?', maya, options);
     expect(outcome).toMatchObject({
       answer: 'Order 1043: Paid 20 days ago, outside the 14-day refund window.',
       outcome: 'answered',
@@ -96,7 +98,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       },
       (view) => ({ text: view.toolResults.map((r: any) => r.result.status).join(', ') }),
     );
-    const outcome = await runAgent('Where are orders 1042 and 1043?', maya, quiet);
+    const outcome = await runAgent('Where are orders 1042 and 1043?', maya, options);
     expect(outcome).toMatchObject({ answer: 'shipped, delivered', steps: 2 });
   });
 
@@ -106,7 +108,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
         tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
       })),
     );
-    const outcome = await runAgent('Tell me everything', maya, quiet);
+    const outcome = await runAgent('Tell me everything', maya, options);
     expect(outcome).toMatchObject({
       answer: STEP_LIMIT_ANSWER,
       outcome: 'step_limit',
@@ -125,7 +127,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'create_support_ticket', arguments: reordered }] },
       (view) => ({ text: JSON.stringify(result(view)) }),
     );
-    const outcome = await runAgent('Open a refund ticket for 1042', maya, quiet);
+    const outcome = await runAgent('Open a refund ticket for 1042', maya, options);
     expect(outcome.answer).toBe(JSON.stringify({ error: REPEATED_CALL_ERROR }));
     const results = readTrace(outcome.traceFile)
       .filter((e) => e.type === 'tool_result')
@@ -145,7 +147,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'issue_refund_now', arguments: { order_id: 1042 } }] },
       (view) => ({ text: `Tool said: ${result(view).error}` }),
     );
-    const outcome = await runAgent('Refund 1042 now', maya, quiet);
+    const outcome = await runAgent('Refund 1042 now', maya, options);
     expect(outcome.answer).toMatch(/^Tool said: Unknown tool "issue_refund_now"/);
     expect(outcome.outcome).toBe('answered');
   });
@@ -159,7 +161,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     await closePool();
     process.env.DB_PORT = '9'; // nothing listens there: every query now fails
     try {
-      const outcome = await runAgent('Where is 1042?', maya, quiet);
+      const outcome = await runAgent('Where is 1042?', maya, options);
       expect(outcome.answer).toBe(
         'Sorry: get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
       );
@@ -176,7 +178,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
       { error: { status: 400, message: 'Request contains an invalid argument.' } },
     );
-    const outcome = await runAgent('Where is 1042?', maya, quiet);
+    const outcome = await runAgent('Where is 1042?', maya, options);
     expect(outcome).toMatchObject({ answer: API_ERROR_ANSWER, outcome: 'api_error', steps: 2 });
     const error = readTrace(outcome.traceFile).find((e) => e.type === 'api_error');
     expect(error).toMatchObject({
@@ -188,14 +190,14 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
 
   it("stops with the provider's message when the key is wrong", async () => {
     fake.reply({ error: { status: 401 } });
-    await expect(runAgent('Hello', maya, quiet)).rejects.toThrow(
+    await expect(runAgent('Hello', maya, options)).rejects.toThrow(
       provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/,
     );
   });
 
   it('asks to rephrase when the final answer is empty', async () => {
     fake.reply({ text: '   ' });
-    expect(await runAgent('Hmm', maya, quiet)).toMatchObject({
+    expect(await runAgent('Hmm', maya, options)).toMatchObject({
       answer: EMPTY_ANSWER,
       outcome: 'empty_answer',
       steps: 1,
@@ -205,17 +207,16 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   it('carries on with one warning when the trace cannot be written', async () => {
     const logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
     writeFileSync(path.join(logs, 'traces'), ''); // a file where the traces folder should be
-    const saved = process.env.LOG_DIR;
-    process.env.LOG_DIR = logs;
     const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
     let warnings: string;
     fake.reply({ text: 'Still here.' });
     try {
-      expect((await runAgent('Hello?', maya, quiet)).answer).toBe('Still here.');
+      expect((await runAgent('Hello?', maya, { ...options, logDir: logs })).answer).toBe(
+        'Still here.',
+      );
     } finally {
       warnings = spy.mock.calls.flat().join('\n');
       spy.mockRestore();
-      process.env.LOG_DIR = saved;
       rmSync(logs, { recursive: true, force: true });
     }
     expect(warnings).toMatch(
@@ -228,7 +229,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
       { text: 'Not eligible, sorry.' },
     );
-    const outcome = await runAgent('Refund for 1043?', maya, quiet);
+    const outcome = await runAgent('Refund for 1043?', maya, options);
     const events = readTrace(outcome.traceFile);
     expect(events.map((e) => e.type)).toEqual([
       'start',

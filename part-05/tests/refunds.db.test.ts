@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
 
@@ -70,7 +71,7 @@ describe('check_refund_eligibility', () => {
   const check = (args: Record<string, unknown>) =>
     runTool(
       { id: 'c', name: 'check_refund_eligibility', arguments: args },
-      { customer: maya, ticketsOpened: 0 },
+      { customer: maya, llm: NO_PROVIDER, ticketsOpened: 0 },
     );
 
   it("holds the chapter's facts: 1043 is outside the window, 1042 has 11 days left", async () => {

@@ -1,5 +1,6 @@
 // Building the index and searching it, with the fake provider's deterministic embeddings.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { LlmSettings, OpenAISettings } from '../../shared/config.ts';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
@@ -34,12 +35,12 @@ const embeddedTexts = () =>
     );
 
 describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => {
+  let llm: LlmSettings;
   beforeAll(async () => {
-    Object.assign(
-      process.env,
-      fake.env(provider),
-      provider === 'openai' ? { OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding' } : {},
-    );
+    llm =
+      provider === 'openai'
+        ? { ...fake.llm(provider), embeddingModel: 'fake-openai-embedding' }
+        : fake.llm(provider);
   });
   beforeEach(() => {
     fake.requests.length = 0;
@@ -47,7 +48,7 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
 
   it('resumes an interrupted run where it stopped, then a further run embeds nothing', async () => {
     const controller = new AbortController();
-    const first = await buildIndex({
+    const first = await buildIndex(llm, {
       batchSize: 10,
       signal: controller.signal,
       onProgress: ({ done }) => done >= 20 && controller.abort(), // "Ctrl-C" after two batches
@@ -56,12 +57,12 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
     expect(embeddedTexts()).toBe(20);
 
     fake.requests.length = 0;
-    const second = await buildIndex({ batchSize: 10 });
+    const second = await buildIndex(llm, { batchSize: 10 });
     expect(second).toEqual({ done: chunkCount - 20, total: chunkCount - 20 });
     expect(embeddedTexts()).toBe(chunkCount - 20);
 
     fake.requests.length = 0;
-    expect(await buildIndex()).toEqual({ done: 0, total: 0 });
+    expect(await buildIndex(llm)).toEqual({ done: 0, total: 0 });
     expect(embeddedTexts()).toBe(0);
   });
 
@@ -98,7 +99,7 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
     ['Does my gift card expire?', 'gift-cards-and-promo-codes'],
     ['How long do you keep my chat conversations?', 'privacy-and-your-data'],
   ])('finds the right article for "%s"', async (question, slug) => {
-    const found = await searchHelpCenter(question);
+    const found = await searchHelpCenter(question, llm);
     expect(found.method).toBe('embeddings');
     const [article] = await query<Array<{ title: string }>>(
       'SELECT title FROM help_articles WHERE slug = ?',
@@ -111,9 +112,7 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
 
 describe('an index that is behind', () => {
   it('still searches by meaning, and says how many passages it could not search', async () => {
-    Object.assign(process.env, fake.env('openai'), {
-      OPENAI_EMBEDDING_MODEL: 'fake-openai-embedding',
-    }); // the model indexed last
+    const llm = { ...fake.llm('openai'), embeddingModel: 'fake-openai-embedding' }; // the model indexed last
     const [article] = await query<Array<{ id: number }>>(
       "SELECT id FROM help_articles WHERE slug = 'refunds'",
     );
@@ -122,7 +121,7 @@ describe('an index that is behind', () => {
       [article.id],
     );
     try {
-      const found = await searchHelpCenter('refund window');
+      const found = await searchHelpCenter('refund window', llm);
       expect(found.method).toBe('embeddings');
       expect(found.note).toBe('1 help-center passages are not indexed yet and were not searched.');
     } finally {
@@ -133,27 +132,25 @@ describe('an index that is behind', () => {
 
 describe('keyword fallback', () => {
   it('uses MySQL FULLTEXT when no embedding model is configured', async () => {
-    Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' }); // a local server without one
+    const llm = { ...(fake.llm('openai') as OpenAISettings), embeddingModel: undefined }; // a local server without one
     fake.requests.length = 0;
-    const found = await searchHelpCenter('gift card expire');
+    const found = await searchHelpCenter('gift card expire', llm);
     expect(found.method).toBe('fulltext');
     expect(found.results[0].article).toMatch(/Gift Cards/i);
     expect(fake.requests).toHaveLength(0);
   });
 
   it('uses MySQL FULLTEXT when the index was built with another model', async () => {
-    Object.assign(process.env, fake.env('gemini'), {
-      GEMINI_EMBEDDING_MODEL: 'a-model-nothing-was-indexed-with',
-    });
-    const found = await searchHelpCenter('express shipping cost');
+    const llm = { ...fake.llm('gemini'), embeddingModel: 'a-model-nothing-was-indexed-with' };
+    const found = await searchHelpCenter('express shipping cost', llm);
     expect(found.method).toBe('fulltext');
     expect(found.results[0].article).toMatch(/Shipping/i);
   });
 
   it('says so through the tool when nothing matches', async () => {
-    Object.assign(process.env, fake.env('openai'), { OPENAI_EMBEDDING_MODEL: '' });
     const context = {
       customer: { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' },
+      llm: { ...(fake.llm('openai') as OpenAISettings), embeddingModel: undefined },
       ticketsOpened: 0,
     };
     const result = await runTool(

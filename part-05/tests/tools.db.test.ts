@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool, TOOL_DEFINITIONS } from '../tools.ts';
 
@@ -27,7 +28,7 @@ const call = (
       arguments: args,
       ...(argumentsError ? { arguments_error: argumentsError } : {}),
     },
-    { customer, ticketsOpened: 0 },
+    { customer, llm: NO_PROVIDER, ticketsOpened: 0 },
   );
 
 describe('get_order_status', () => {

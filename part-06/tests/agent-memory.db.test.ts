@@ -1,4 +1,5 @@
 // The agent with memory: each step saved as it completes, earlier turns sent back, fallbacks and interruptions stored as answers.
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { query } from '../../shared/db.ts';
@@ -22,7 +23,13 @@ const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let session: Session;
-const quiet = { quiet: true };
+/** Quiet runs with the provider the test pointed the environment at. */
+const quiet = {
+  get llm() {
+    return llmSettings();
+  },
+  quiet: true,
+};
 
 beforeAll(async () => {
   fake = await startFakeProvider();

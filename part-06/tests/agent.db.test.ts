@@ -1,5 +1,6 @@
 // The agent loop through the fake provider, for both providers, against a real database.
 import { readFileSync } from 'node:fs';
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -38,7 +39,13 @@ afterEach(() => {
   expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
 });
 
-const quiet = { quiet: true };
+/** Quiet runs with the provider the test pointed the environment at. */
+const quiet = {
+  get llm() {
+    return llmSettings();
+  },
+  quiet: true,
+};
 const result = (view: { toolResults: Array<{ result: unknown }> }, i = 0) =>
   view.toolResults[i].result as Record<string, any>;
 

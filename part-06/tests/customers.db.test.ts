@@ -1,6 +1,7 @@
 // Whose data a session may see: the signed-in customer comes from configuration, and conversations belong to one customer.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -37,7 +38,7 @@ async function conversationOf(email: string): Promise<string> {
   fake.reply({ text: 'Hello!' });
   const customer = await signIn(email);
   const conversation = newConversation(customer.id);
-  await runAgent('Hi', { customer, conversation }, { quiet: true });
+  await runAgent('Hi', { customer, conversation }, { llm: llmSettings(), quiet: true });
   return conversation.id;
 }
 

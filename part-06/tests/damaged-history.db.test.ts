@@ -1,5 +1,6 @@
 // Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers.
 import { fileURLToPath } from 'node:url';
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -129,7 +130,7 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
         const asked = await runAgent(
           'Thanks!',
           { customer: maya, conversation: conversation! },
-          { quiet: true },
+          { llm: llmSettings(), quiet: true },
         );
         expect(asked.answer).toBe('Anything else?');
       } finally {

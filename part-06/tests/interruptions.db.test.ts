@@ -1,6 +1,7 @@
 // Killed, interrupted or blocked mid-turn, chat.ts keeps every completed step, never a half of one, for both providers.
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -49,7 +50,11 @@ async function conversationWithOneTurn(provider: ProviderName): Promise<string> 
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     { text: 'Order 1042 has shipped.' },
   );
-  await runAgent('Where is order 1042?', { customer: maya, conversation }, { quiet: true });
+  await runAgent(
+    'Where is order 1042?',
+    { customer: maya, conversation },
+    { llm: llmSettings(), quiet: true },
+  );
   return conversation.id;
 }
 
@@ -75,7 +80,7 @@ async function expectValidHistory(id: string, turns: number) {
     const next = await runAgent(
       'Are you still there?',
       { customer: maya, conversation: conversation! },
-      { quiet: true },
+      { llm: llmSettings(), quiet: true },
     );
     expect(next.answer).toBe(`still fine (${provider})`);
     expect(fake.chats().at(-1)!.status).toBe(200);

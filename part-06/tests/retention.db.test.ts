@@ -13,6 +13,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -55,7 +56,7 @@ async function chatAbout(phrase: string): Promise<string> {
   await runAgent(
     `My secret word is ${phrase}. Where is order 1042?`,
     { customer: maya, conversation },
-    { quiet: true },
+    { llm: llmSettings(), quiet: true },
   );
   return conversation.id;
 }

@@ -1,4 +1,5 @@
 // A conversation started with one provider continues with the other, tool calls and all, in both directions.
+import { llmSettings } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import {
@@ -35,7 +36,7 @@ async function toolTurn(session: Session, provider: ProviderName, orderId: numbe
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: orderId } }] },
     { text: `Order ${orderId} found (${provider}).` },
   );
-  return runAgent(`Where is order ${orderId}?`, session, { quiet: true });
+  return runAgent(`Where is order ${orderId}?`, session, { llm: llmSettings(), quiet: true });
 }
 
 describe('switching providers mid-conversation', () => {

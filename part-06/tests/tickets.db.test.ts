@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { MAX_TICKETS_PER_TURN, runTool, TOOL_DEFINITIONS, type ToolContext } from '../tools.ts';
 
@@ -14,7 +15,7 @@ beforeAll(async () => {
   await ensureDatabase(() => {});
 });
 beforeEach(() => {
-  context = { customer: maya, ticketsOpened: 0 }; // a new question
+  context = { customer: maya, llm: NO_PROVIDER, ticketsOpened: 0 }; // a new question
 });
 afterAll(() => db.drop());
 
@@ -87,7 +88,7 @@ describe('create_support_ticket', () => {
             name: 'create_support_ticket',
             arguments: { category: 'warranty', summary: 'Broken.', order_id: 1043 },
           },
-          { customer: maya, ticketsOpened: 0 },
+          { customer: maya, llm: NO_PROVIDER, ticketsOpened: 0 },
         ),
       ),
     );
@@ -183,7 +184,7 @@ describe('list_customer_orders', () => {
     ).toEqual({});
     const result = await run('list_customer_orders', { email: 'SOFIA.GARCÍA@EXAMPLE.COM' });
     expect(result.customer).toBe('Maya Patel');
-    context = { customer: sofia, ticketsOpened: 0 };
+    context = { customer: sofia, llm: NO_PROVIDER, ticketsOpened: 0 };
     expect(
       ((await run('list_customer_orders', {})).orders as Array<{ order_id: number }>).map(
         (o) => o.order_id,

@@ -1,5 +1,5 @@
-// The provider layer's front door: one call for chat, one for embeddings, whichever provider .env chooses.
-import { llmSettings } from '../config.ts';
+// The provider layer's front door: one call for chat, one for embeddings, for the provider the settings name.
+import type { LlmSettings } from '../config.ts';
 import type { ChatOptions, ChatResult, Message, ToolDefinition } from './messages.ts';
 import { withRetries } from './retry.ts';
 import { openaiProviderName } from './openai-name.ts';
@@ -14,16 +14,17 @@ export { describeRetry } from './retry.ts';
  * whole call, retries included, ends within LLM_TIMEOUT_SECONDS.
  */
 export async function chatWithTools(
+  settings: LlmSettings,
   messages: Message[],
   tools: ToolDefinition[] = [],
   options: ChatOptions = {},
 ): Promise<ChatResult> {
-  const settings = llmSettings();
   // Each SDK takes a few hundred milliseconds to load, so only the one in use is imported.
   if (settings.provider === 'gemini') {
     const { geminiChat, geminiError } = await import('./gemini.ts');
     return withRetries(
       'Gemini',
+      settings.timeoutMs,
       (signal) => geminiChat(settings, messages, tools, signal),
       (e) => geminiError(e, settings),
       options,
@@ -32,15 +33,11 @@ export async function chatWithTools(
   const { openaiChat, openaiError } = await import('./openai.ts');
   return withRetries(
     openaiProviderName(settings),
+    settings.timeoutMs,
     (signal) => openaiChat(settings, messages, tools, signal),
     (e) => openaiError(e, settings),
     options,
   );
-}
-
-/** The embedding model in use, or undefined when the provider has none configured. */
-export function embeddingModel(): string | undefined {
-  return llmSettings().embeddingModel;
 }
 
 /**
@@ -48,15 +45,16 @@ export function embeddingModel(): string | undefined {
  * OpenAI ignores it.
  */
 export async function embed(
+  settings: LlmSettings,
   texts: string[],
   task: 'document' | 'query',
   options: ChatOptions = {},
 ): Promise<number[][]> {
-  const settings = llmSettings();
   if (settings.provider === 'gemini') {
     const { geminiEmbed, geminiError } = await import('./gemini.ts');
     return withRetries(
       'Gemini',
+      settings.timeoutMs,
       (signal) => geminiEmbed(settings, texts, task, signal),
       (e) => geminiError(e, settings),
       options,
@@ -68,6 +66,7 @@ export async function embed(
   const { openaiEmbed, openaiError } = await import('./openai.ts');
   return withRetries(
     openaiProviderName(settings),
+    settings.timeoutMs,
     (signal) => openaiEmbed(settings, texts, signal),
     (e) => openaiError(e, settings),
     options,

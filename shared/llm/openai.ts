@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { llmTimeoutMs, type OpenAISettings } from '../config.ts';
+import type { OpenAISettings } from '../config.ts';
 import { ProviderError, capitalized, firstLine, kindForStatus, parseRetryAfter } from './errors.ts';
 import {
   isPlainObject,
@@ -22,7 +22,7 @@ function client(settings: OpenAISettings): OpenAI {
     maxRetries: 0, // retries are ours (retry.ts), so every wait is visible and honours the provider's hints
     // Our deadline (retry.ts) bounds the whole call. The SDK's own timer (10 minutes unless set) must never
     // end an attempt first, so it is set just past that deadline.
-    timeout: llmTimeoutMs() + 1000,
+    timeout: settings.timeoutMs + 1000,
   });
 }
 

@@ -1,7 +1,6 @@
 // Our retry policy, used instead of the SDKs' own: it honours the provider's wait hints and shows each wait.
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { dim } from '../cli.ts';
-import { llmTimeoutMs } from '../config.ts';
 import { ProviderError, capitalized } from './errors.ts';
 import type { ChatOptions, RetryInfo } from './messages.ts';
 
@@ -19,13 +18,13 @@ const BASE_DELAY_MS = 1000;
  */
 export async function withRetries<T>(
   provider: string,
+  timeoutMs: number,
   request: (signal: AbortSignal) => Promise<T>,
   toProviderError: (error: unknown) => ProviderError,
   options: ChatOptions = {},
 ): Promise<T> {
   const sleep = options.sleep ?? defaultSleep;
   const onRetry = options.onRetry ?? printRetry;
-  const timeoutMs = llmTimeoutMs();
   const endsAt = Date.now() + timeoutMs;
   const deadline = AbortSignal.timeout(timeoutMs);
   // Each attempt (and each wait) stops at whichever comes first: the caller's Ctrl-C or our deadline.

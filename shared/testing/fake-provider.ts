@@ -6,7 +6,7 @@
 // server and the queue; each wire format lives in its own file (fake-gemini.ts, fake-openai.ts).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ProviderName } from '../config.ts';
+import type { LlmSettings, ProviderName } from '../config.ts';
 import { geminiWire } from './fake-gemini.ts';
 import { openaiWire } from './fake-openai.ts';
 import type { FakeWire } from './fake-wire.ts';
@@ -103,12 +103,24 @@ export interface FakeProvider {
   pending(): number;
   /** Resolves when the n-th chat request (1-based) has arrived. */
   waitForChat(n: number): Promise<ReceivedRequest>;
-  /** Environment variables that point the project's code at this server for one provider. */
+  /** Environment variables that point a script (a subprocess) at this server for one provider. */
   env(provider: ProviderName): Record<string, string>;
+  /** The settings that point in-process code at this server: what llmSettings() reads from env(provider). */
+  llm(provider: ProviderName, timeoutMs?: number): LlmSettings;
   close(): Promise<void>;
 }
 
 export const FAKE_EMBEDDING_MODEL = 'fake-embedding-001';
+
+/** Settings for code under test that must never call a model: a provider where nothing listens. */
+export const NO_PROVIDER: LlmSettings = {
+  provider: 'gemini',
+  apiKey: 'unused',
+  model: 'unused',
+  embeddingModel: 'unused',
+  baseUrl: 'http://127.0.0.1:9',
+  timeoutMs: 1000,
+};
 
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
   const wires: Record<ProviderName, FakeWire> = {
@@ -222,6 +234,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
         notifyWaiters();
       }),
     env: (provider) => envFor(provider, url),
+    llm: (provider, timeoutMs = 120_000) => settingsFor(provider, url, timeoutMs),
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
@@ -244,6 +257,13 @@ function envFor(provider: ProviderName, url: string): Record<string, string> {
     OPENAI_BASE_URL: provider === 'openai' ? `${url}/v1` : '',
     OPENAI_REASONING_EFFORT: '',
   };
+}
+
+function settingsFor(provider: ProviderName, url: string, timeoutMs: number): LlmSettings {
+  const shared = { apiKey: 'test-key', embeddingModel: FAKE_EMBEDDING_MODEL, timeoutMs };
+  return provider === 'gemini'
+    ? { provider, model: 'gemini-fake', baseUrl: url, ...shared }
+    : { provider, model: 'gpt-fake', baseUrl: `${url}/v1`, ...shared };
 }
 
 function findRoute(wires: Record<ProviderName, FakeWire>, path: string) {

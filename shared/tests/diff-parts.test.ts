@@ -38,7 +38,7 @@ const LESSONS: Record<number, string[]> = {
     "name: 'get_order_status'",
     'export async function ensureDatabase(',
     'export function splitSqlStatements(',
-    'const first = await chatWithTools(messages, TOOL_DEFINITIONS)',
+    'const first = await chatWithTools(llm, messages, TOOL_DEFINITIONS)',
   ],
   3: [
     'CREATE FUNCTION is_refund_eligible',

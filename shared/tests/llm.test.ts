@@ -10,6 +10,7 @@ import {
   type Message,
   type ToolDefinition,
 } from '../llm/index.ts';
+import type { LlmSettings } from '../config.ts';
 import { reasoningEffort } from '../llm/openai.ts';
 import { providerRawAgrees } from '../llm/provider-raw.ts';
 import {
@@ -47,8 +48,10 @@ beforeEach(() => {
   expect(fake.pending()).toBe(0);
 });
 
+/** The settings every call below is given: the fake server, for one provider. */
+let llm: LlmSettings;
 function use(provider: ProviderName) {
-  Object.assign(process.env, fake.env(provider));
+  llm = fake.llm(provider);
 }
 
 const question: Message[] = [
@@ -59,15 +62,14 @@ const question: Message[] = [
 /** A reply that never comes: the request stays in flight until the client gives up. */
 const never = new Promise<never>(() => {});
 
-/** Runs `test` with LLM_TIMEOUT_SECONDS set (1 s is the shortest allowed), then puts the previous value back. */
-async function withTimeoutSeconds(seconds: string, test: () => Promise<void>): Promise<void> {
-  const previous = process.env.LLM_TIMEOUT_SECONDS;
-  process.env.LLM_TIMEOUT_SECONDS = seconds;
+/** Runs `test` with the whole-call limit (LLM_TIMEOUT_SECONDS) set to 1 s, then puts the previous one back. */
+async function withOneSecondLimit(test: () => Promise<void>): Promise<void> {
+  const previous = llm;
+  llm = { ...llm, timeoutMs: 1000 };
   try {
     await test();
   } finally {
-    if (previous === undefined) delete process.env.LLM_TIMEOUT_SECONDS;
-    else process.env.LLM_TIMEOUT_SECONDS = previous;
+    llm = previous;
   }
 }
 
@@ -102,7 +104,7 @@ function resultFor(id: string): Message {
 async function roundTrip(
   results: Record<string, unknown>[],
 ): Promise<{ history: Message[]; answer: string }> {
-  const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+  const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
   const history: Message[] = [...question, first.message];
   first.tool_calls.forEach((call, i) =>
     history.push({
@@ -112,7 +114,7 @@ async function roundTrip(
       content: JSON.stringify(results[i]),
     }),
   );
-  const second = await chatWithTools(history, [ORDER_TOOL], quiet);
+  const second = await chatWithTools(llm, history, [ORDER_TOOL], quiet);
   history.push(second.message);
   return { history, answer: second.text };
 }
@@ -122,7 +124,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 
   it('returns a text answer with the provider message kept verbatim and token usage', async () => {
     fake.reply({ text: 'Hello from Nimbus', usage: { input: 12, output: 5 } });
-    const result = await chatWithTools(question, [], quiet);
+    const result = await chatWithTools(llm, question, [], quiet);
     expect(result.text).toBe('Hello from Nimbus');
     expect(result.tool_calls).toEqual([]);
     expect(result.message).toMatchObject({
@@ -192,7 +194,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
       },
     ];
     fake.reply({ text: 'It was delivered.' });
-    const result = await chatWithTools(history, [ORDER_TOOL], quiet);
+    const result = await chatWithTools(llm, history, [ORDER_TOOL], quiet);
     expect(result.text).toBe('It was delivered.');
     const sent = fake.chats()[0];
     expect(sent.status).toBe(200);
@@ -221,7 +223,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
       },
       { role: 'user', content: 'Hello?' },
     ];
-    const error = await chatWithTools(broken, [ORDER_TOOL], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, broken, [ORDER_TOOL], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ status: 400, kind: 'bad_request', retryable: false });
     expect(error.message).toMatch(
@@ -238,7 +240,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
       { text: 'Back again.' },
     );
     const seen: number[] = [];
-    const result = await chatWithTools(question, [], {
+    const result = await chatWithTools(llm, question, [], {
       sleep,
       onRetry: (info) => seen.push(info.waitMs),
     });
@@ -250,7 +252,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 
   it('retries a 503 with growing backoff, at most 3 times', async () => {
     fake.reply(...Array.from({ length: 4 }, () => ({ error: { status: 503 } })));
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'server', status: 503 });
     expect(fake.chats()).toHaveLength(4);
     expect(waits).toHaveLength(3);
@@ -263,7 +265,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 
   it('fails fast when the provider asks for a wait longer than we accept', async () => {
     fake.reply({ error: { status: 429, retryDelay: '3600s', retryAfter: '3600' } });
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error.message).toMatch(/wait 3600 s, which is too long/);
     expect(fake.chats()).toHaveLength(1);
@@ -282,7 +284,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
           }
         : { error: { status: 429, code: 'insufficient_quota' } },
     );
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'quota', retryable: false });
     expect(error.message).toMatch(
       provider === 'gemini'
@@ -294,7 +296,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 
   it('turns a 401 into one clear sentence naming the variable to fix', async () => {
     fake.reply({ error: { status: 401 } });
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'auth', status: 401, retryable: false });
     expect(error.message).toContain(provider === 'gemini' ? 'GEMINI_API_KEY' : 'OPENAI_API_KEY');
     expect(error.message).not.toContain('\n');
@@ -302,13 +304,11 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   });
 
   it('retries when nothing answers, then reports a connection error', async () => {
-    Object.assign(
-      process.env,
-      provider === 'gemini'
-        ? { GEMINI_BASE_URL: 'http://127.0.0.1:9' }
-        : { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
-    );
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    llm = {
+      ...llm,
+      baseUrl: provider === 'gemini' ? 'http://127.0.0.1:9' : 'http://127.0.0.1:9/v1',
+    };
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'connection', retryable: true });
     expect(error.message).toContain('127.0.0.1:9');
     expect(waits).toHaveLength(3);
@@ -318,7 +318,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     let release!: () => void;
     fake.reply({ text: 'too late', gate: new Promise<void>((resolve) => (release = resolve)) });
     const controller = new AbortController();
-    const pending = chatWithTools(question, [], { ...quiet, signal: controller.signal }).catch(
+    const pending = chatWithTools(llm, question, [], { ...quiet, signal: controller.signal }).catch(
       (e) => e,
     );
     await fake.waitForChat(1);
@@ -331,12 +331,12 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   });
 
   it('ends the whole call at LLM_TIMEOUT_SECONDS, retries included: a 503, then a reply that never comes', async () => {
-    await withTimeoutSeconds('1', async () => {
+    await withOneSecondLimit(async () => {
       fake.reply(
         { error: { status: 503, retryDelay: '0s', retryAfter: '0' } },
         { text: 'too late', gate: never },
       );
-      const error = await chatWithTools(question, [], quiet).catch((e) => e);
+      const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
       expect(error).toBeInstanceOf(ProviderError);
       expect(error).toMatchObject({ kind: 'timeout', retryable: false });
       expect(error.message).toMatch(
@@ -349,9 +349,9 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   });
 
   it('fails at once when the wait before a retry would pass the deadline', async () => {
-    await withTimeoutSeconds('1', async () => {
+    await withOneSecondLimit(async () => {
       fake.reply({ error: { status: 429, retryDelay: '30s', retryAfter: '30' } });
-      const error = await chatWithTools(question, [], quiet).catch((e) => e);
+      const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
       expect(error).toMatchObject({ kind: 'timeout', status: 429, retryable: false });
       expect(error.message).toMatch(
         /Retrying in 30 s would pass the 1 s limit: LLM_TIMEOUT_SECONDS/,
@@ -365,13 +365,10 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
     const silent = http.createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    Object.assign(
-      process.env,
-      provider === 'gemini' ? { GEMINI_BASE_URL: url } : { OPENAI_BASE_URL: `${url}/v1` },
-    );
+    llm = { ...llm, baseUrl: provider === 'gemini' ? url : `${url}/v1` };
     try {
-      await withTimeoutSeconds('1', async () => {
-        const error = await embed(['refund window'], 'document', quiet).catch((e) => e);
+      await withOneSecondLimit(async () => {
+        const error = await embed(llm, ['refund window'], 'document', quiet).catch((e) => e);
         expect(error).toMatchObject({ kind: 'timeout', retryable: false });
         expect(error.message).toMatch(/did not answer within 1 s/);
       });
@@ -383,7 +380,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 
   it('reports a 200 whose body is not JSON as a bad response, without retrying', async () => {
     fake.reply({ body: 'not json at all' });
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
     expect(error.message).toMatch(
@@ -393,7 +390,7 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
   });
 
   it('embeds texts as float vectors, one per text', async () => {
-    const vectors = await embed(['refund window', 'shipping costs'], 'document', quiet);
+    const vectors = await embed(llm, ['refund window', 'shipping costs'], 'document', quiet);
     expect(vectors).toHaveLength(2);
     expect(vectors[0].length).toBeGreaterThan(0);
     expect(vectors[0]).not.toEqual(vectors[1]);
@@ -424,7 +421,12 @@ describe('Gemini specifics', () => {
     expect(replayed).toEqual(issued);
     // And on a later turn, the signed text answer goes back untouched too.
     fake.reply({ text: 'Anything else?' });
-    await chatWithTools([...history, { role: 'user', content: 'Thanks' }], [ORDER_TOOL], quiet);
+    await chatWithTools(
+      llm,
+      [...history, { role: 'user', content: 'Thanks' }],
+      [ORDER_TOOL],
+      quiet,
+    );
     expect(fake.chats()[2].body.contents[3]).toEqual((history[5] as any).provider_raw.message);
     expect(fake.chats()[2].status).toBe(200);
   });
@@ -451,7 +453,7 @@ describe('Gemini specifics', () => {
 
   it('sends tool schemas as parametersJsonSchema, unchanged', async () => {
     fake.reply({ text: 'ok' });
-    await chatWithTools(question, [ORDER_TOOL], quiet);
+    await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     const declaration = fake.chats()[0].body.tools[0].functionDeclarations[0];
     expect(declaration.parametersJsonSchema).toEqual(ORDER_TOOL.parameters);
     expect(declaration.parameters).toBeUndefined();
@@ -476,15 +478,16 @@ describe('Gemini specifics', () => {
 
   it('keeps the ids Gemini sends and echoes them in the function responses', async () => {
     const withIds = await startFakeProvider({ geminiIds: true });
-    Object.assign(process.env, withIds.env('gemini'));
+    llm = withIds.llm('gemini');
     try {
       withIds.reply(
         { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 7 }, id: 'fc-abc' }] },
         { text: 'ok' },
       );
-      const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+      const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
       expect(first.tool_calls[0].id).toBe('fc-abc');
       await chatWithTools(
+        llm,
         [
           ...question,
           first.message,
@@ -507,13 +510,13 @@ describe('Gemini specifics', () => {
 
   it('leaves thought summaries out of the answer text', async () => {
     fake.reply({ thought: 'The customer wants a status.', text: 'Let me check.' });
-    const result = await chatWithTools(question, [], quiet);
+    const result = await chatWithTools(llm, question, [], quiet);
     expect(result.text).toBe('Let me check.');
   });
 
   it('the fake server rejects a current-turn call that lost its signature', async () => {
     fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1043 } }] });
-    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     const raw = structuredClone(first.message.provider_raw!.message) as any;
     delete raw.parts[0].thoughtSignature;
     const damaged: Message[] = [
@@ -526,7 +529,7 @@ describe('Gemini specifics', () => {
         content: '{"status":"delivered"}',
       },
     ];
-    const error = await chatWithTools(damaged, [ORDER_TOOL], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, damaged, [ORDER_TOOL], quiet).catch((e) => e);
     expect(error).toMatchObject({ status: 400 });
     expect(error.message).toContain('missing a thought_signature');
   });
@@ -551,7 +554,7 @@ describe('Gemini odd replies', () => {
         ],
       },
     });
-    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     expect(first.tool_calls).toEqual([
       {
         id: expect.stringMatching(/^call_[0-9a-f]{16}$/),
@@ -562,6 +565,7 @@ describe('Gemini odd replies', () => {
     expect(first.message.provider_raw).toBeUndefined();
     fake.reply({ text: 'Delivered.' });
     await chatWithTools(
+      llm,
       [...question, first.message, resultFor(first.tool_calls[0].id)],
       [ORDER_TOOL],
       quiet,
@@ -577,7 +581,7 @@ describe('Gemini odd replies', () => {
 
   it('reports a JSON null, which the SDK cannot read, as a bad response instead of a connection error', async () => {
     fake.reply({ body: 'null' });
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
     expect(error.message).toMatch(/^Gemini answered, but with something the SDK could not read/);
     expect(fake.chats()).toHaveLength(1);
@@ -593,7 +597,7 @@ describe('Gemini odd replies', () => {
       },
     };
     fake.reply({ text: 'ok' });
-    await chatWithTools([...question, answer, { role: 'user', content: 'Thanks' }], [], quiet);
+    await chatWithTools(llm, [...question, answer, { role: 'user', content: 'Thanks' }], [], quiet);
     expect(fake.chats()[0].body.contents[1]).toEqual({
       role: 'model',
       parts: [{ text: 'Order 1043 was delivered.' }],
@@ -606,7 +610,7 @@ describe('OpenAI specifics', () => {
 
   it('reports malformed tool arguments on the call instead of throwing', async () => {
     fake.reply({ tool_calls: [{ name: 'get_order_status', arguments: '{"order_id": 10' }] });
-    const result = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const result = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     expect(result.tool_calls[0]).toMatchObject({ name: 'get_order_status', arguments: {} });
     expect(result.tool_calls[0].arguments_error).toMatch(/not a valid JSON object/);
   });
@@ -621,7 +625,12 @@ describe('OpenAI specifics', () => {
   });
 
   it('switches reasoning off only where OpenAI requires it', () => {
-    const base = { provider: 'openai' as const, apiKey: 'k', model: 'gpt-5.4-mini' };
+    const base = {
+      provider: 'openai' as const,
+      apiKey: 'k',
+      model: 'gpt-5.4-mini',
+      timeoutMs: 1000,
+    };
     expect(reasoningEffort(base, true)).toBe('none');
     expect(reasoningEffort(base, false)).toBeUndefined();
     expect(reasoningEffort({ ...base, model: 'gpt-4.1-mini' }, true)).toBeUndefined();
@@ -632,13 +641,13 @@ describe('OpenAI specifics', () => {
   });
 
   it('sends reasoning_effort to a custom server only when configured', async () => {
-    process.env.OPENAI_REASONING_EFFORT = 'low';
+    llm = { ...fake.llm('openai'), reasoningEffort: 'low' } as LlmSettings;
     fake.reply({ text: 'ok' });
-    await chatWithTools(question, [ORDER_TOOL], quiet);
+    await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     expect(fake.chats()[0].body.reasoning_effort).toBe('low');
-    process.env.OPENAI_REASONING_EFFORT = '';
+    llm = fake.llm('openai');
     fake.reply({ text: 'ok' });
-    await chatWithTools(question, [ORDER_TOOL], quiet);
+    await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     expect(fake.chats()[1].body).not.toHaveProperty('reasoning_effort');
   });
 
@@ -655,7 +664,7 @@ describe('OpenAI specifics', () => {
       ],
     };
     fake.reply({ body: completion(raw) });
-    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     expect(first.tool_calls).toEqual([
       { id: 'call_fn', name: 'get_order_status', arguments: { order_id: 1043 } },
     ]);
@@ -663,6 +672,7 @@ describe('OpenAI specifics', () => {
 
     fake.reply({ text: 'Delivered.' }, { text: 'Delivered.' });
     const second = await chatWithTools(
+      llm,
       [...question, first.message, resultFor('call_fn')],
       [ORDER_TOOL],
       quiet,
@@ -681,7 +691,7 @@ describe('OpenAI specifics', () => {
       ...first.message,
       provider_raw: { provider: 'openai', message: { role: 'assistant', ...raw } },
     };
-    await chatWithTools([...question, stored, resultFor('call_fn')], [ORDER_TOOL], quiet);
+    await chatWithTools(llm, [...question, stored, resultFor('call_fn')], [ORDER_TOOL], quiet);
     expect(fake.chats()[2].status).toBe(200);
     expect(JSON.stringify(fake.chats()[2].body)).not.toContain('call_custom');
   });
@@ -695,11 +705,12 @@ describe('OpenAI specifics', () => {
         ],
       }),
     });
-    const first = await chatWithTools(question, [], quiet);
+    const first = await chatWithTools(llm, question, [], quiet);
     expect(first.text).toBe('Hello there');
     expect(first.message.provider_raw).toBeUndefined();
     fake.reply({ text: 'ok' });
     await chatWithTools(
+      llm,
       [...question, first.message, { role: 'user', content: 'Thanks' }],
       [],
       quiet,
@@ -709,7 +720,7 @@ describe('OpenAI specifics', () => {
 
   it('reports content that is neither text nor parts as a bad response', async () => {
     fake.reply({ body: completion({ content: 42 }) });
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
     expect(error.message).toBe(
@@ -720,7 +731,7 @@ describe('OpenAI specifics', () => {
 
   it('reports a body without a message as a bad response', async () => {
     fake.reply({ body: { choices: [] } });
-    const error = await chatWithTools(question, [], quiet).catch((e) => e);
+    const error = await chatWithTools(llm, question, [], quiet).catch((e) => e);
     expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
     expect(error.message).toMatch(/answered 200, but its body had no choices\[0\]\.message/);
   });
@@ -734,12 +745,12 @@ describe('OpenAI specifics', () => {
         ],
       }),
     });
-    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     const id = first.tool_calls[0].id;
     expect(id).toMatch(/^call_[0-9a-f]{16}$/);
     expect(first.message.provider_raw).toBeUndefined();
     fake.reply({ text: 'ok' });
-    await chatWithTools([...question, first.message, resultFor(id)], [ORDER_TOOL], quiet);
+    await chatWithTools(llm, [...question, first.message, resultFor(id)], [ORDER_TOOL], quiet);
     expect(fake.chats()[1].status).toBe(200);
     expect(fake.chats()[1].body.messages[2].tool_calls[0].id).toBe(id);
     expect(fake.chats()[1].body.messages[3].tool_call_id).toBe(id);
@@ -759,11 +770,16 @@ describe('OpenAI specifics', () => {
         ],
       }),
     });
-    const first = await chatWithTools(question, [ORDER_TOOL], quiet);
+    const first = await chatWithTools(llm, question, [ORDER_TOOL], quiet);
     expect(first.tool_calls.map((call) => call.id)).toEqual(['call_ok']);
     expect(first.message.provider_raw).toBeUndefined();
     fake.reply({ text: 'ok' });
-    await chatWithTools([...question, first.message, resultFor('call_ok')], [ORDER_TOOL], quiet);
+    await chatWithTools(
+      llm,
+      [...question, first.message, resultFor('call_ok')],
+      [ORDER_TOOL],
+      quiet,
+    );
     expect(fake.chats()[1].status).toBe(200);
     expect(JSON.stringify(fake.chats()[1].body)).not.toContain('call_nameless');
   });
