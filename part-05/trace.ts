@@ -53,9 +53,11 @@ export class Trace {
       makeFolders(path.dirname(this.file));
       // Appending whole lines means a crash can cut the file short but never leave a half-written event.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+      // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
       const fd = openSync(
         this.file,
         constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+        0o600,
       );
       try {
         writeSync(fd, line);
