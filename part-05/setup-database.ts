@@ -7,6 +7,7 @@ import { ConfigError, dbSettings } from '../shared/config.ts';
 import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { embeddingModel, ProviderError } from '../shared/llm/index.ts';
+import { printable } from '../shared/text.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
@@ -83,7 +84,7 @@ async function indexHelpCenter(log: (line: string) => void): Promise<void> {
     log(`Embedded ${done} help-center chunks with ${model}.`);
   } catch (error) {
     if (!(error instanceof ConfigError || error instanceof ProviderError)) throw error;
-    log(`Skipped the search index: ${error.message}`);
+    log(`Skipped the search index: ${printable(error.message, { singleLine: true })}`);
     log(
       `Search uses keywords until you build it: ${commandFor(new URL('./build-index.ts', import.meta.url))}`,
     );

@@ -60,7 +60,10 @@ await runMain(async () => {
   await chatLoop(session, values.quiet ?? false, rl);
   // Nothing is stored until the first answer, so only then is there something to resume; and only by
   // the same customer, so a --customer given now belongs in the command too.
-  const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
+  const as =
+    values.customer === undefined
+      ? ''
+      : ` --customer=${printable(customer.email, { singleLine: true })}`;
   console.log(
     session.conversation.saved
       ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}${as}`)}`
@@ -198,7 +201,8 @@ async function checkSearchIndex(rl: readline.Interface | undefined): Promise<voi
       console.log(`\nStopped; what is embedded so far is kept. Finish later with: ${command}`);
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error;
-    const why = error.kind === 'aborted' ? 'stopped' : error.message;
+    const why =
+      error.kind === 'aborted' ? 'stopped' : printable(error.message, { singleLine: true });
     console.log(
       `\nThe index is not finished (${why}); what is embedded so far is kept. Finish later with: ${command}`,
     );

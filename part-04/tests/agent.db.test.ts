@@ -1,5 +1,5 @@
 // The agent loop through the fake provider, for both providers, against a real database.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -221,6 +221,27 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     expect(warnings).toMatch(
       /^warning: could not write the trace .*\.jsonl \(ENOTDIR\); carrying on without it\.$/,
     );
+  });
+
+  it('keeps its trace private: the file for our user only (0600), and the folders it creates (0700)', async () => {
+    // Traces hold customers' questions and orders.
+    const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
+    const logs = path.join(base, 'logs');
+    const saved = process.env.LOG_DIR;
+    process.env.LOG_DIR = logs;
+    fake.reply({ text: 'Hello.' });
+    try {
+      const { traceFile } = await runAgent('Hello?', maya, quiet);
+      const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+      expect([mode(traceFile), mode(path.dirname(traceFile)), mode(logs)]).toEqual([
+        '600',
+        '700',
+        '700',
+      ]);
+    } finally {
+      process.env.LOG_DIR = saved;
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('writes every event as one well-formed JSON line with a timestamp', async () => {

@@ -1,5 +1,7 @@
 // The agent loop through the fake provider, for both providers, against a real database.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -190,6 +192,28 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     );
     expect(events.filter((e) => e.type === 'save_failed')).toHaveLength(2);
     expect(await loadMessages(session.conversation.id)).toEqual([]);
+  });
+
+  it('keeps its trace private: the file for our user only (0600), and the folders it creates (0700)', async () => {
+    // Traces hold customers' questions and orders.
+    const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
+    const logs = path.join(base, 'logs');
+    const saved = process.env.LOG_DIR;
+    process.env.LOG_DIR = logs;
+    fake.reply({ text: 'Hello.' });
+    try {
+      await runAgent('Hello?', session, quiet);
+      const traceFile = conversationTraceFile(session.conversation.id);
+      const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+      expect([mode(traceFile), mode(path.dirname(traceFile)), mode(logs)]).toEqual([
+        '600',
+        '700',
+        '700',
+      ]);
+    } finally {
+      process.env.LOG_DIR = saved;
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('gives a friendly answer when the provider fails mid-loop', async () => {
