@@ -48,7 +48,7 @@ export async function ensureDatabase(log: (line: string) => void = console.error
 
 /**
  * How the reset's question names each table's rows: "8 customers", with a table's parts in brackets
- * after it, "20 orders (26 order items)".
+ * after it, "20 orders (25 order items)".
  */
 const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, noun: string]]> = [
   ['customers', 'customer'],

@@ -116,7 +116,7 @@ export async function checkDatabase(): Promise<void> {
 
 /**
  * How the reset's question names each table's rows: "8 customers", with a table's parts in brackets
- * after it, "20 orders (26 order items)".
+ * after it, "20 orders (25 order items)".
  * The help center is not named: the reset loads it again from the articles, so nothing is lost.
  */
 const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, noun: string]]> = [
