@@ -63,7 +63,7 @@ await runMain(async () => {
       process.stderr,
     ),
   );
-  if (result.saveError) console.error(`Not saved: ${result.saveError}`);
+  if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}`);
   else {
     // A conversation continues only as its customer, so a --customer given now belongs in the hint.
     const as =

@@ -136,7 +136,7 @@ async function ask(
   try {
     const result = await runAgent(question, session, { quiet, signal });
     console.log(`Nimbus: ${printable(result.answer)}\n`);
-    if (result.saveError) console.error(`Not saved: ${result.saveError}\n`);
+    if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
   } catch (error) {
     if (error instanceof ConversationDeleted) {
       session.conversation = newConversation(session.customer.id);
@@ -146,7 +146,7 @@ async function ask(
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
     // ConversationBusy is a DatabaseError too: another window is answering in this conversation.
     else if (error instanceof QuestionTooLong || error instanceof DatabaseError)
-      console.error(`${error.message}\n`);
+      console.error(`${printable(error.message)}\n`);
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
   }
