@@ -129,7 +129,7 @@ const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, nou
 
 export interface ResetPlan {
   database: string;
-  /** What a reset would delete, in words, e.g. ["8 customers", "1 support ticket"]; empty when there are no rows. */
+  /** What a reset would delete, in words, e.g. ["8 customers", "20 orders (25 order items)"]; empty when there are no rows. */
   losses: string[];
   /** The conversations' ids: setup.ts deletes their trace files too. */
   conversations: string[];
