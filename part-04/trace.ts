@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
 import { logDir, makeFolders } from '../shared/config.ts';
-import { printable, shorten } from '../shared/text.ts';
+import { printable, printableJson, shorten } from '../shared/text.ts';
 
 export type TraceEventType =
   | 'start'
@@ -41,7 +41,8 @@ export class Trace {
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
   event(type: TraceEventType, data: Record<string, unknown> = {}): void {
     const line = { ts: new Date().toISOString(), trace: this.id, type, ...data };
-    this.append(JSON.stringify(line) + '\n');
+    // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
+    this.append(printableJson(line) + '\n');
     const text = terminalLine(type, data);
     if (text && !this.quiet)
       console.error(dim(printable(text, { singleLine: true }), process.stderr));

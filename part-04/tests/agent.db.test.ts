@@ -223,6 +223,16 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     );
   });
 
+  it('writes escape sequences and hidden characters to the trace escaped, so cat shows them, and as written once parsed', async () => {
+    const question = 'Where is \u202e2401\u202c, my zero\u200bwidth order?';
+    fake.reply({ text: 'Red \u009b31malert\u009b0m.' });
+    const { traceFile: file } = await runAgent(question, maya, quiet);
+    expect(readFileSync(file, 'utf8')).not.toMatch(/[\u009b\u200b\u202c\u202e]/);
+    const events = readTrace(file);
+    expect(events.find((e) => e.type === 'start').question).toBe(question);
+    expect(events.find((e) => e.type === 'end').answer).toBe('Red \u009b31malert\u009b0m.');
+  });
+
   it('keeps its trace private: the file for our user only (0600), and the folders it creates (0700)', async () => {
     // Traces hold customers' questions and orders.
     const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
