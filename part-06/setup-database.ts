@@ -157,8 +157,8 @@ export async function planReset(): Promise<ResetPlan> {
     for (const [table, noun, parts] of ROW_NAMES) {
       const rows = await rowsIn(table);
       const partRows = parts ? await rowsIn(parts[0]) : 0;
-      if (rows || partRows)
-        plan.losses.push(count(rows, noun) + (partRows ? ` (${count(partRows, parts![1])})` : ''));
+      const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
+      if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
     }
     if (!missing.includes('conversations')) {
       const [rows] = await db.query<mysql.RowDataPacket[]>(
