@@ -5,6 +5,7 @@
 import { UsageError } from '../shared/cli.ts';
 import { customerEmail } from '../shared/config.ts';
 import { query } from '../shared/db.ts';
+import { printable } from '../shared/text.ts';
 
 export interface Customer {
   id: number;
@@ -27,24 +28,33 @@ export async function signIn(flag: string | undefined): Promise<Customer> {
   return lookUpCustomer(email);
 }
 
-/** The customer with exactly this email. A malformed or unknown email is a usage error. */
+/**
+ * The customer with this email, in any case: a customer stored as Maya.Patel@Example.com signs in
+ * as maya.patel@example.com too, and the other way round. A malformed or unknown email is a usage error.
+ */
 async function lookUpCustomer(value: string): Promise<Customer> {
-  const email = value.trim().toLowerCase();
+  const email = value.trim();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
     throw new UsageError(
-      `"${email}" is not an email address; use one such as --customer=maya.patel@example.com.`,
+      `"${shown(email)}" is not an email address; use one such as --customer=maya.patel@example.com.`,
     );
   }
   const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [
     email,
   ]);
-  // The column's collation ignores case and accents ("GARCÍA" = "garcia"): only an exact match counts.
-  const customer = rows.find((row) => row.email === email);
-  if (!customer) throw new UsageError(`There is no customer with the email ${email}.`);
+  // The column's collation ignores case and accents too ("GARCÍA" = "garcia"), so the match is checked
+  // again here, ignoring case only: an accent makes it another address.
+  const customer = rows.find((row) => row.email.toLowerCase() === email.toLowerCase());
+  if (!customer) throw new UsageError(`There is no customer with the email ${shown(email)}.`);
   return customer;
 }
 
 /** "Maya Patel (maya.patel@example.com)": how scripts say who is signed in. */
 export function describeCustomer(customer: Customer): string {
-  return `${customer.name} (${customer.email})`;
+  return `${shown(customer.name)} (${shown(customer.email)})`;
+}
+
+/** What someone typed or stored, made safe to print: a name or an email may hold escape sequences or invisible characters. */
+function shown(text: string): string {
+  return printable(text, { singleLine: true });
 }

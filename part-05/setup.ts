@@ -8,17 +8,16 @@ import { planReset, resetDatabase } from './setup-database.ts';
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 
 Resets the database named by DB_NAME in .env: drops this part's tables, creates them again with the
-sample store, and indexes the help center. If the database holds support tickets, it first says how
-many it would delete and asks; --yes confirms without asking.
+sample store, and indexes the help center. If the tables hold any rows, it first says what it would
+delete and asks; --yes confirms without asking.
 Every other command creates what is missing by itself: you only need this to start over.`;
 
 await runMain(async () => {
   const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
   const plan = await planReset();
-  if (plan.tickets) {
-    console.log(
-      `Resetting database "${plan.database}" deletes ${count(plan.tickets, 'support ticket')}.`,
-    );
+  // Every row counts, sample data too: a customer added or an order changed by hand would be lost.
+  if (plan.losses.length) {
+    console.log(`Resetting database "${plan.database}" deletes ${listing(plan.losses)}.`);
     if (!values.yes && !(await confirmed())) {
       console.log('Nothing was changed.');
       return 1;
@@ -49,6 +48,7 @@ async function confirmed(): Promise<boolean> {
   }
 }
 
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+/** ["a", "b", "c"] → "a, b and c" */
+function listing(items: string[]): string {
+  return items.length > 1 ? `${items.slice(0, -1).join(', ')} and ${items.at(-1)}` : items.join('');
 }

@@ -63,9 +63,13 @@ await runMain(async () => {
       process.stderr,
     ),
   );
-  if (result.saveError) console.error(`Not saved: ${result.saveError}`);
+  if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}`);
   else {
-    const as = values.customer === undefined ? '' : ` --customer=${customer.email}`; // a conversation continues only as its customer
+    // A conversation continues only as its customer, so a --customer given now belongs in the hint.
+    const as =
+      values.customer === undefined
+        ? ''
+        : ` --customer=${printable(customer.email, { singleLine: true })}`;
     console.error(
       `Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id}${as} "…"`)}`,
     );

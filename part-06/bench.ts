@@ -8,6 +8,7 @@ import { UsageError, parseFlags, runMain } from '../shared/cli.ts';
 import { closePool, connectionOptions, explainDatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import type { Message } from '../shared/llm/index.ts';
+import { printable, printableJson } from '../shared/text.ts';
 import { buildContext, MEMORY_MAX_CHARS } from './context.ts';
 import { loadContext } from './load-context.ts';
 import { loadMessages, newConversation, saveMessages, type StoredMessage } from './memory.ts';
@@ -28,7 +29,9 @@ await runMain(async () => {
     options: { json: { type: 'boolean' }, runs: { type: 'string', default: '40' } },
   });
   if (!/^\d+$/.test(values.runs) || Number(values.runs) < 5)
-    throw new UsageError(`--runs must be a whole number of at least 5 (got "${values.runs}").`);
+    throw new UsageError(
+      `--runs must be a whole number of at least 5 (got "${printable(values.runs, { singleLine: true })}").`,
+    );
   const runs = Number(values.runs);
   const log = values.json ? () => {} : (line: string) => console.error(line);
 
@@ -105,7 +108,7 @@ await runMain(async () => {
       chars_per_request: charsPerRequest,
       chars_full_history: charsFullHistory,
     };
-    if (values.json) console.log(JSON.stringify(report));
+    if (values.json) console.log(printableJson(report));
     else printTable(report, runs);
   } finally {
     await closePool();

@@ -60,7 +60,10 @@ await runMain(async () => {
   await chatLoop(session, llm, values.quiet ?? false, rl);
   // Nothing is stored until the first answer, so only then is there something to resume; and only by
   // the same customer, so a --customer given now belongs in the command too.
-  const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
+  const as =
+    values.customer === undefined
+      ? ''
+      : ` --customer=${printable(customer.email, { singleLine: true })}`;
   console.log(
     session.conversation.saved
       ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}${as}`)}`
@@ -135,7 +138,7 @@ async function ask(
   try {
     const result = await runAgent(question, session, { llm, quiet, signal });
     console.log(`Nimbus: ${printable(result.answer)}\n`);
-    if (result.saveError) console.error(`Not saved: ${result.saveError}\n`);
+    if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
   } catch (error) {
     if (error instanceof ConversationDeleted) {
       session.conversation = newConversation(session.customer.id);
@@ -145,7 +148,7 @@ async function ask(
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
     // ConversationBusy is a DatabaseError too: another window is answering in this conversation.
     else if (error instanceof QuestionTooLong || error instanceof DatabaseError)
-      console.error(`${error.message}\n`);
+      console.error(`${printable(error.message)}\n`);
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
   }
@@ -203,7 +206,8 @@ async function checkSearchIndex(
       console.log(`\nStopped; what is embedded so far is kept. Finish later with: ${command}`);
   } catch (error) {
     if (!(error instanceof ProviderError)) throw error;
-    const why = error.kind === 'aborted' ? 'stopped' : error.message;
+    const why =
+      error.kind === 'aborted' ? 'stopped' : printable(error.message, { singleLine: true });
     console.log(
       `\nThe index is not finished (${why}); what is embedded so far is kept. Finish later with: ${command}`,
     );

@@ -14,7 +14,7 @@ export function listView(
     'Recent conversations (newest first):',
     ...conversations.map((c) => {
       const first = c.first_question === null ? '' : shorten(oneLine(c.first_question), 60);
-      return `  ${c.id}  ${when(c.updated_at)}  ${c.customer_email.padEnd(28)} ${String(c.messages).padStart(4)} messages  ${printable(first, { singleLine: true })}`;
+      return `  ${c.id}  ${when(c.updated_at)}  ${safe(c.customer_email).padEnd(28)} ${String(c.messages).padStart(4)} messages  ${safe(first)}`;
     }),
   ];
 }
@@ -28,7 +28,7 @@ export function turnsView(
   const lines: string[] = [];
   const print = (line: string) => lines.push(line);
   print(
-    `Conversation ${conversation.id} of ${printable(conversation.customer_name, { singleLine: true })} (${conversation.customer_email}): ` +
+    `Conversation ${conversation.id} of ${safe(conversation.customer_name)} (${safe(conversation.customer_email)}): ` +
       `${count(rows.length, 'message')} in ${count(splitIntoTurns(history.messages).length, 'turn')}, ` +
       `started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
   );
@@ -53,7 +53,7 @@ export function turnsView(
       if (!damaged.has(row.id)) continue;
       const raw = typeof row.data === 'string' ? row.data : JSON.stringify(row.data);
       print(
-        `  #${row.id} [left out: ${damaged.get(row.id)}] ${row.role}: ${printable(shorten(raw, 120), { singleLine: true })}`,
+        `  #${row.id} [left out: ${safe(damaged.get(row.id)!)}] ${safe(row.role)}: ${safe(shorten(raw, 120))}`,
       );
     }
   };
@@ -74,7 +74,7 @@ export function turnsView(
         ),
       );
     const row = byId.get(id)!;
-    const note = row.storage_note ? dim(` [stored with changes: ${row.storage_note}]`) : '';
+    const note = row.storage_note ? dim(` [stored with changes: ${safe(row.storage_note)}]`) : '';
     print(`  #${id} ${describeMessage(message)}${note}`);
     if (row.input_tokens !== null) {
       turnCost = {
@@ -118,7 +118,7 @@ export function contextView(
         : '(no question: messages before the first one)';
     const line =
       `  ${String(i + 1).padStart(4)}  ${turn.fate.padEnd(10)} ${n(turn.storedChars).padStart(7)}  ${n(turn.sentChars).padStart(7)}  ` +
-      `${(turn.fate === 'dropped' ? '—' : n(total)).padStart(7)}  ${printable(shorten(oneLine(question), 50), { singleLine: true })}`;
+      `${(turn.fate === 'dropped' ? '—' : n(total)).padStart(7)}  ${safe(shorten(oneLine(question), 50))}`;
     print(turn.fate === 'dropped' ? dim(line) : line);
   });
   if (context.turns.length === 0) print('  (no turns yet)');
@@ -183,18 +183,23 @@ function parseIfText(data: unknown): unknown {
 
 /** One line per message: `user: …`, `assistant: (requested tools) …`, `tool: name → {json}`, made safe for a terminal. */
 export function describeMessage(message: Message): string {
-  const safe = (text: string) => printable(oneLine(text), { singleLine: true });
+  // Every field comes from a customer, a model or a stored row: the tool's name too.
   if (message.role === 'tool')
-    return `tool: ${message.name} → ${safe(shorten(message.content, 120))}`;
-  if (message.role !== 'assistant') return `${message.role}: ${safe(message.content)}`;
+    return `tool: ${safe(message.name)} → ${safe(oneLine(shorten(message.content, 120)))}`;
+  if (message.role !== 'assistant') return `${message.role}: ${safe(oneLine(message.content))}`;
   const by = message.provider_raw ? ` [${message.provider_raw.provider}]` : '';
   const calls = message.tool_calls
     ?.map((call) => `${call.name}(${JSON.stringify(call.arguments)})`)
     .join(', ');
   const text = message.content ? ` ${message.content}` : '';
   return calls
-    ? `assistant${by}: (requested tools) ${safe(calls + text)}`
-    : `assistant${by}:${safe(text)}`;
+    ? `assistant${by}: (requested tools) ${safe(oneLine(calls + text))}`
+    : `assistant${by}:${safe(oneLine(text))}`;
+}
+
+/** Text from a customer, a model or a stored row, on one line, with nothing a terminal would obey or hide. */
+function safe(text: string): string {
+  return printable(text, { singleLine: true });
 }
 
 function n(value: number): string {

@@ -1,6 +1,7 @@
 // Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
+import { printable } from '../shared/text.ts';
 import { parseConversationId } from './memory.ts';
 import { forgetConversation, forgetCustomer, type Removed } from './retention.ts';
 import { lookUpCustomer } from './session.ts';
@@ -38,7 +39,7 @@ await runMain(async () => {
   for (const r of removed) report(r);
   const messages = removed.reduce((sum, r) => sum + r.messages, 0);
   console.log(
-    `Deleted ${removed.length} conversation${removed.length === 1 ? '' : 's'} (${messages} message${messages === 1 ? '' : 's'}) of ${customer.email}.`,
+    `Deleted ${removed.length} conversation${removed.length === 1 ? '' : 's'} (${messages} message${messages === 1 ? '' : 's'}) of ${printable(customer.email, { singleLine: true })}.`,
   );
 }, USAGE);
 

@@ -222,7 +222,7 @@ export function warnDamaged(conversationId: string, damaged: Damage[]): void {
   const list = damaged.map((d) => `#${d.id} (${d.reason})`).join(', ');
   console.error(
     dim(
-      `warning: conversation ${conversationId}: left out damaged messages ${list}`,
+      `warning: conversation ${conversationId}: left out damaged messages ${printable(list, { singleLine: true })}`,
       process.stderr,
     ),
   );

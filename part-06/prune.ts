@@ -1,6 +1,7 @@
 // Going further: deletes conversations nobody has used for N days, with their messages and traces: `npx tsx prune.ts --days=90`.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
+import { printable } from '../shared/text.ts';
 import { planPrune, prune } from './retention.ts';
 import { checkDatabase } from './setup-database.ts';
 
@@ -16,7 +17,7 @@ await runMain(async () => {
   });
   if (values.days === undefined || !/^[1-9]\d*$/.test(values.days)) {
     throw new UsageError(
-      `--days must be a positive whole number of days (got ${values.days === undefined ? 'nothing' : `"${values.days}"`}).`,
+      `--days must be a positive whole number of days (got ${values.days === undefined ? 'nothing' : `"${printable(values.days, { singleLine: true })}"`}).`,
     );
   }
   const days = Number(values.days);

@@ -7,6 +7,7 @@ import { ConfigError, dbSettings, type LlmSettings } from '../shared/config.ts';
 import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { ProviderError } from '../shared/llm/index.ts';
+import { printable } from '../shared/text.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
@@ -93,7 +94,7 @@ async function indexHelpCenter(
     log(`Embedded ${done} help-center chunks with ${model}.`);
   } catch (error) {
     if (!(error instanceof ConfigError || error instanceof ProviderError)) throw error;
-    log(`Skipped the search index: ${error.message}`);
+    log(`Skipped the search index: ${printable(error.message, { singleLine: true })}`);
     log(
       `Search uses keywords until you build it: ${commandFor(new URL('./build-index.ts', import.meta.url))}`,
     );
@@ -121,12 +122,25 @@ export async function checkDatabase(): Promise<void> {
   }
 }
 
+/**
+ * How the reset's question names each table's rows: "8 customers", with a table's parts in brackets
+ * after it, "20 orders (25 order items)".
+ * The help center is not named: the reset loads it again from the articles, so nothing is lost.
+ */
+const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, noun: string]]> = [
+  ['customers', 'customer'],
+  ['products', 'product'],
+  ['orders', 'order', ['order_items', 'order item']],
+  ['tickets', 'support ticket'],
+  ['conversations', 'conversation', ['messages', 'message']],
+];
+
 export interface ResetPlan {
   database: string;
-  /** Rows a reset would delete that are not the sample data: what people wrote. */
+  /** What a reset would delete, in words, e.g. ["8 customers", "20 orders (25 order items)"]; empty when there are no rows. */
+  losses: string[];
+  /** The conversations' ids: setup.ts deletes their trace files too. */
   conversations: string[];
-  messages: number;
-  tickets: number;
 }
 
 /** What resetDatabase would delete, counted before anything is touched. */
@@ -134,28 +148,32 @@ export async function planReset(): Promise<ResetPlan> {
   const { database } = dbSettings();
   const db = await connectToServer();
   try {
-    const plan: ResetPlan = { database, conversations: [], messages: 0, tickets: 0 };
+    const plan: ResetPlan = { database, losses: [], conversations: [] };
     const [schemas] = await db.query<mysql.RowDataPacket[]>(
       'SELECT 1 FROM information_schema.schemata WHERE schema_name = ?',
       [database],
     );
     if (schemas.length === 0) return plan;
     const missing = await missingTables(db, database);
-    const has = (table: string) => !missing.includes(table);
-    if (has('conversations')) {
+    const rowsIn = async (table: string): Promise<number> => {
+      if (missing.includes(table)) return 0;
+      const [[row]] = await db.query<mysql.RowDataPacket[]>(
+        `SELECT COUNT(*) AS n FROM \`${database}\`.\`${table}\``,
+      );
+      return row.n;
+    };
+    for (const [table, noun, parts] of ROW_NAMES) {
+      const rows = await rowsIn(table);
+      const partRows = parts ? await rowsIn(parts[0]) : 0;
+      const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
+      if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
+    }
+    if (!missing.includes('conversations')) {
       const [rows] = await db.query<mysql.RowDataPacket[]>(
         `SELECT id FROM \`${database}\`.conversations`,
       );
       plan.conversations = rows.map((row) => row.id);
     }
-    if (has('messages'))
-      plan.messages = (
-        await db.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${database}\`.messages`)
-      )[0][0].n;
-    if (has('tickets'))
-      plan.tickets = (
-        await db.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM \`${database}\`.tickets`)
-      )[0][0].n;
     return plan;
   } finally {
     await db.end();
@@ -237,4 +255,8 @@ async function seedEmptyTables(db: mysql.Connection, log: (line: string) => void
     if (!seeded.includes(table)) seeded.push(table);
   }
   if (seeded.length) log(`Loaded the sample store into ${seeded.join(', ')} (seed.sql).`);
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -9,22 +9,18 @@ import { planReset, resetDatabase } from './setup-database.ts';
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 
 Resets the database named by DB_NAME in .env: drops this part's tables, creates them again with the
-sample store, and indexes the help center. If the database holds conversations or tickets, it first
-says what it would delete (with their trace files) and asks; --yes confirms without asking.
+sample store, and indexes the help center. If the tables hold any rows, it first says what it would
+delete (with the conversations' trace files) and asks; --yes confirms without asking.
 Every other command creates what is missing by itself: you only need this to start over.`;
 
 await runMain(async () => {
   const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
   const plan = await planReset();
   const traces = existingTraceFiles(plan.conversations);
-  const losses = [
-    count(plan.conversations.length, 'conversation') +
-      (plan.messages ? ` (${count(plan.messages, 'message')})` : ''),
-    count(plan.tickets, 'support ticket'),
-    count(traces.length, 'trace file'),
-  ].filter((text) => !text.startsWith('0 '));
+  const losses = traces.length ? [...plan.losses, count(traces.length, 'trace file')] : plan.losses;
+  // Every row counts, sample data too: a customer added or an order changed by hand would be lost.
   if (losses.length) {
-    console.log(`Resetting database "${plan.database}" deletes ${losses.join(', ')}.`);
+    console.log(`Resetting database "${plan.database}" deletes ${listing(losses)}.`);
     if (!values.yes && !(await confirmed())) {
       console.log('Nothing was changed.');
       return 1;
@@ -55,6 +51,11 @@ async function confirmed(): Promise<boolean> {
   } finally {
     rl.close();
   }
+}
+
+/** ["a", "b", "c"] → "a, b and c" */
+function listing(items: string[]): string {
+  return items.length > 1 ? `${items.slice(0, -1).join(', ')} and ${items.at(-1)}` : items.join('');
 }
 
 function count(n: number, noun: string): string {

@@ -1,7 +1,7 @@
 // Shows what memory holds: recent conversations, one conversation turn by turn, or how the next context is built.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor } from '../shared/hints.ts';
-import { printable } from '../shared/text.ts';
+import { printable, printableJson } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, exportConversation, listView, turnsView } from './conversation-view.ts';
 import {
@@ -66,13 +66,11 @@ await runMain(async () => {
   const history = readHistory(rows);
   if (values.context) {
     const context = buildContext(history.messages, budget);
-    if (values.json) return void console.log(JSON.stringify(context.messages, null, 2));
+    if (values.json) return void console.log(printableJson(context.messages, 2));
     return void console.log(contextView(id, context, budget, rows).join('\n'));
   }
   if (values.json)
-    return void console.log(
-      JSON.stringify(exportConversation(conversation, rows, history), null, 2),
-    );
+    return void console.log(printableJson(exportConversation(conversation, rows, history), 2));
   console.log(turnsView(conversation, rows, history).join('\n'));
 }, USAGE);
 

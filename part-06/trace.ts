@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
 import { logDir, makeFolders } from '../shared/config.ts';
-import { printable, shorten } from '../shared/text.ts';
+import { printable, printableJson, shorten } from '../shared/text.ts';
 
 export type TraceEventType =
   | 'start'
@@ -57,7 +57,8 @@ export class Trace {
       type,
       ...data,
     };
-    this.append(JSON.stringify(line) + '\n');
+    // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
+    this.append(printableJson(line) + '\n');
     const text = terminalLine(type, data);
     if (text && !this.quiet)
       console.error(dim(printable(text, { singleLine: true }), process.stderr));
@@ -69,9 +70,11 @@ export class Trace {
       makeFolders(path.dirname(this.file));
       // Appending whole lines means a crash can cut the file short but never leave a half-written event.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+      // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
       const fd = openSync(
         this.file,
         constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+        0o600,
       );
       try {
         writeSync(fd, line);

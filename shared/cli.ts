@@ -3,6 +3,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
 import { DatabaseError, closePool } from './db.ts';
 import { ProviderError } from './llm/errors.ts';
+import { printable } from './text.ts';
 
 /** The user typed something the script cannot use. Printed with the usage, exit code 2. */
 export class UsageError extends Error {
@@ -29,7 +30,10 @@ export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typ
 }
 
 function reword(error: NodeJS.ErrnoException): string {
-  const option = /'(-[^' ]+)/.exec(error.message)?.[1];
+  // What was typed is quoted back, so it is escaped: `--\x1b[2J` must not clear the screen.
+  const typed = (pattern: RegExp) =>
+    printable(pattern.exec(error.message)?.[1] ?? '', { singleLine: true });
+  const option = typed(/'(?:-\w, )?(-[^' ]+)/); // "Option '-y, --yes' …" names the long form
   switch (error.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
       return `Unknown option ${option}.`;
@@ -38,9 +42,9 @@ function reword(error: NodeJS.ErrnoException): string {
         ? `${option} needs a value, e.g. ${option}=…`
         : `${option} takes no value.`;
     case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
-      return `Unexpected argument ${/'([^']*)'/.exec(error.message)?.[1] ?? ''}: this command takes none.`;
+      return `Unexpected argument ${typed(/'([^']*)'/)}: this command takes none.`;
     default:
-      return error.message.split('\n')[0];
+      return printable(error.message.split('\n')[0], { singleLine: true });
   }
 }
 
@@ -79,8 +83,10 @@ function reportError(error: unknown, usage: string): number {
     console.log(usage);
     return 0;
   }
+  // A message can quote what someone typed or what a server answered: it is printed escaped.
+  const message = printable(error instanceof Error ? error.message : String(error));
   if (error instanceof UsageError) {
-    console.error(error.message);
+    console.error(message);
     console.error(usage);
     return 2;
   }
@@ -89,11 +95,10 @@ function reportError(error: unknown, usage: string): number {
     error instanceof DatabaseError ||
     error instanceof ProviderError
   ) {
-    console.error(error.message);
+    console.error(message);
     return 1;
   }
   // A bug, not a user mistake: keep it to one line unless someone asks for the details.
-  const message = error instanceof Error ? error.message : String(error);
   console.error(`Unexpected error: ${message}`);
   if (process.env.DEBUG) console.error(error);
   else console.error('Run again with DEBUG=1 to see the stack trace.');

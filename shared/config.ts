@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, statSync, unlinkSync } from
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { config as loadDotenv } from 'dotenv';
+import { printable } from './text.ts';
 
 /** The repository root, found from this file's location so scripts work from any working directory. */
 export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -13,6 +14,11 @@ loadDotenv({ path: path.join(ROOT_DIR, '.env'), quiet: true });
 /** A setting is missing or invalid. Entry scripts print the message (one sentence) and exit 1. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/** A setting's value quoted in an error message, escaped: it may hold anything, even escape sequences. */
+function quoted(value: string | undefined): string {
+  return `"${printable(value ?? '', { singleLine: true })}"`;
 }
 
 /** Reads a variable; an empty value counts as not set, so `KEY=` in .env means "use the default". */
@@ -54,7 +60,7 @@ function providerName(): ProviderName {
   const value = (read('LLM_PROVIDER') ?? 'gemini').toLowerCase();
   if (value !== 'gemini' && value !== 'openai') {
     throw new ConfigError(
-      `LLM_PROVIDER must be "gemini" or "openai" (it is "${value}"). Fix it in .env.`,
+      `LLM_PROVIDER must be "gemini" or "openai" (it is ${quoted(value)}). Fix it in .env.`,
     );
   }
   return value;
@@ -94,7 +100,7 @@ export function llmSettings(): LlmSettings {
   const reasoningEffort = read('OPENAI_REASONING_EFFORT')?.toLowerCase();
   if (reasoningEffort && !REASONING_EFFORTS.includes(reasoningEffort)) {
     throw new ConfigError(
-      `OPENAI_REASONING_EFFORT must be one of ${REASONING_EFFORTS.join(', ')} (it is "${reasoningEffort}"). Fix it in .env.`,
+      `OPENAI_REASONING_EFFORT must be one of ${REASONING_EFFORTS.join(', ')} (it is ${quoted(reasoningEffort)}). Fix it in .env.`,
     );
   }
   return {
@@ -144,7 +150,7 @@ export function integerSetting(
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
     const range = max === 1_000_000_000 ? `of at least ${min}` : `from ${min} to ${max}`;
     throw new ConfigError(
-      `${name} must be a whole number ${range} (it is "${value}"). Fix it in .env.`,
+      `${name} must be a whole number ${range} (it is ${quoted(value)}). Fix it in .env.`,
     );
   }
   return Number(value);
@@ -155,7 +161,7 @@ function optionalUrl(name: string): string | undefined {
   if (value === undefined) return undefined;
   if (!/^https?:\/\/[^/\s]+/.test(value)) {
     throw new ConfigError(
-      `${name} must be a URL such as http://localhost:11434/v1 (it is "${value}"). Fix it in .env.`,
+      `${name} must be a URL such as http://localhost:11434/v1 (it is ${quoted(value)}). Fix it in .env.`,
     );
   }
   return value;
@@ -173,14 +179,14 @@ export function dbSettings(): DbSettings {
   const port = Number(read('DB_PORT') ?? '3306');
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new ConfigError(
-      `DB_PORT must be a port number such as 3306 (it is "${read('DB_PORT')}"). Fix it in .env.`,
+      `DB_PORT must be a port number such as 3306 (it is ${quoted(read('DB_PORT'))}). Fix it in .env.`,
     );
   }
   const database = read('DB_NAME') ?? 'nimbus';
   // The name is put into CREATE DATABASE, which cannot take a placeholder, so only allow safe names.
   if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) {
     throw new ConfigError(
-      `DB_NAME may only contain letters, digits and underscores (it is "${database}"). Fix it in .env.`,
+      `DB_NAME may only contain letters, digits and underscores (it is ${quoted(database)}). Fix it in .env.`,
     );
   }
   return {
@@ -213,16 +219,20 @@ export function ensureLogDir(): string {
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new ConfigError(
-      `Traces cannot be written to ${dir} (${reason}). Set LOG_DIR in .env to a folder you can write to.`,
+      `Traces cannot be written to ${printable(dir, { singleLine: true })} (${reason}). Set LOG_DIR in .env to a folder you can write to.`,
     );
   }
   return dir;
 }
 
-/** mkdir -p, one level at a time: Node's own recursive mode never returns for some special paths (under /proc). */
+/**
+ * mkdir -p, one level at a time: Node's own recursive mode never returns for some special paths (under
+ * /proc). Traces hold customers' questions and orders, so the folders we create are for our user only
+ * (0700); folders that already exist are left as they are.
+ */
 export function makeFolders(dir: string): void {
   if (existsSync(dir)) return;
   const parent = path.dirname(dir);
   if (parent !== dir) makeFolders(parent);
-  mkdirSync(dir);
+  mkdirSync(dir, { mode: 0o700 });
 }

@@ -25,24 +25,61 @@ export function wellFormed(text: string): string {
   );
 }
 
+// What a terminal would obey or hide instead of showing, kind by kind.
+// Control characters (C0, DEL and C1) move the cursor, change colours, clear the screen. Tab and
+// newline are left to the caller.
+const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/u;
+// Bidirectional marks, embeddings, overrides and isolates: they reorder what the reader sees.
+const REORDERING = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+// Invisible characters: zero-width space and non-joiner, soft hyphen, word joiner and invisible
+// operators, byte order mark, line and paragraph separators, and tag characters (invisible letters a
+// model still reads). "pay\u200bpal.com" looks like "paypal.com" and is not.
+const INVISIBLE =
+  /[\u00ad\u180e\u200b\u200c\u2028\u2029\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]/u;
+// A zero-width joiner is invisible too, except between two emoji: that is how 👩‍💻 (👩, joiner, 💻) is written.
+const STRAY_JOINER =
+  /(?<!\p{Extended_Pictographic}[\ufe0f\u{1f3fb}-\u{1f3ff}]?)\u200d|\u200d(?!\p{Extended_Pictographic})/u;
+
+const UNSAFE = new RegExp(
+  [CONTROLS, REORDERING, INVISIBLE, STRAY_JOINER].map((kind) => kind.source).join('|'),
+  'gu',
+);
+const UNSAFE_IN_ONE_LINE = new RegExp(`[\\t\\n]|${UNSAFE.source}`, 'gu');
+
 /**
- * Makes text safe to print on a terminal: control characters, escape sequences and bidirectional
- * overrides become visible (`\x1b`, `\u202e`) instead of moving the cursor, changing colours or
- * reordering what the reader sees. Newlines and tabs are kept unless `singleLine` is set.
+ * Makes text safe to print on a terminal: control characters, escape sequences, bidirectional
+ * overrides and invisible characters become visible (`\x1b`, `\u202e`, `\u200b`) instead of moving
+ * the cursor, changing colours, reordering or hiding what the reader sees. Newlines and tabs are kept
+ * unless `singleLine` is set.
  */
 export function printable(text: string, options: { singleLine?: boolean } = {}): string {
-  const unsafe = options.singleLine
-    ? /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
-    : /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-  return text.replace(unsafe, (char) => {
-    const code = char.charCodeAt(0);
+  return text.replace(options.singleLine ? UNSAFE_IN_ONE_LINE : UNSAFE, (char) => {
     if (char === '\n') return '\\n';
     if (char === '\r') return '\\r';
     if (char === '\t') return '\\t';
-    return code <= 0xff
-      ? `\\x${code.toString(16).padStart(2, '0')}`
-      : `\\u${code.toString(16).padStart(4, '0')}`;
+    const code = char.codePointAt(0)!;
+    if (code <= 0xff) return `\\x${hex(code, 2)}`;
+    return code <= 0xffff ? `\\u${hex(code, 4)}` : `\\u{${hex(code, 5)}}`;
   });
+}
+
+/**
+ * JSON for a terminal or a pipe, e.g. `--json` output. JSON.stringify escapes the control characters
+ * below U+0020 but leaves DEL, C1, bidirectional and invisible characters raw; here they become
+ * `\uXXXX` escapes too, which any JSON parser reads back as the same text.
+ */
+export function printableJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(UNSAFE, (char) =>
+    // JSON escapes UTF-16 units: a character above U+FFFF (a tag character) is two of them.
+    char
+      .split('')
+      .map((unit) => `\\u${hex(unit.charCodeAt(0), 4)}`)
+      .join(''),
+  );
+}
+
+function hex(code: number, digits: number): string {
+  return code.toString(16).padStart(digits, '0');
 }
 
 function isHighSurrogate(code: number): boolean {

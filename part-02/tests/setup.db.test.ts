@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { ensureDatabase, resetDatabase, TABLES } from '../setup-database.ts';
+import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
 let db: ScratchDatabase;
@@ -26,6 +26,9 @@ const tables = async () =>
     .sort();
 const count = async (table: string) =>
   (await query<Array<{ n: number }>>(`SELECT COUNT(*) AS n FROM ${table}`))[0].n;
+const status = async (order: number) =>
+  (await query<Array<{ status: string }>>('SELECT status FROM orders WHERE id = ?', [order]))[0]
+    .status;
 
 /** Every row of the store, with dates as "days ago" so two runs seconds apart compare equal. */
 async function snapshot() {
@@ -97,19 +100,56 @@ describe('first runs started at the same moment', () => {
   });
 });
 
-describe('setup.ts', () => {
-  it('resets the sample store, saying what it dropped', async () => {
+describe('setup.ts resets, and only when told to', () => {
+  it('says what it would delete and changes nothing without a terminal to ask on or --yes', async () => {
+    // Only the store changed: a customer added and an order cancelled, which a reset would lose.
+    await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
     await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");
-    const result = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+    try {
+      const n = (value: number, noun: string) => `${value} ${noun}${value === 1 ? '' : 's'}`;
+      const customers = await count('customers');
+      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+      expect(refused.code).toBe(2);
+      expect(refused.stdout).toBe(
+        `Resetting database "${db.name}" deletes ${n(customers, 'customer')}, ${n(await count('products'), 'product')} and ${n(await count('orders'), 'order')} (${n(await count('order_items'), 'order item')}).\n`,
+      );
+      expect(refused.stderr.split('\n')[0]).toBe(
+        'Nothing was changed: to confirm, run npx tsx part-02/setup.ts --yes',
+      );
+      expect(await count('customers')).toBe(customers);
+      expect(await status(1042)).toBe('cancelled');
+    } finally {
+      await query("DELETE FROM customers WHERE email = 'added@example.com'");
+      await query("UPDATE orders SET status = 'shipped' WHERE id = 1042");
+    }
+  });
+
+  it('with --yes resets the sample store, saying what it dropped', async () => {
+    await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");
+    const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
     expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^Resetting database ".*" deletes \d+ customers, /);
     expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);
-    expect(
-      (await query<Array<{ status: string }>>('SELECT status FROM orders WHERE id = 1042'))[0]
-        .status,
-    ).toBe('shipped');
+    expect(await status(1042)).toBe('shipped');
+  });
+
+  it('asks nothing when nothing would be lost: no database yet, or only empty tables', async () => {
+    const scratch = await createScratchDatabase();
+    try {
+      process.env.DB_NAME = `${scratch.name}_never_created`;
+      expect((await planReset()).losses).toEqual([]);
+      process.env.DB_NAME = scratch.name;
+      await ensureDatabase(() => {});
+      for (const table of [...TABLES].reverse()) await query(`DELETE FROM ${table}`);
+      expect((await planReset()).losses).toEqual([]);
+    } finally {
+      await scratch.drop();
+      process.env.DB_NAME = db.name;
+    }
   });
 
   it('resetDatabase gives the same store every time, removing anything added in between', async () => {
+    await resetDatabase(() => {});
     const before = await snapshot();
     await query("INSERT INTO customers (name, email) VALUES ('Extra', 'extra@example.com')");
     await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");

@@ -1,5 +1,5 @@
 // The agent loop through the fake provider, for both providers, against a real database.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -222,6 +222,34 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     expect(warnings).toMatch(
       /^warning: could not write the trace .*\.jsonl \(ENOTDIR\); carrying on without it\.$/,
     );
+  });
+
+  it('writes escape sequences and hidden characters to the trace escaped, so cat shows them, and as written once parsed', async () => {
+    const question = 'Where is \u202e2401\u202c, my zero\u200bwidth order?';
+    fake.reply({ text: 'Red \u009b31malert\u009b0m.' });
+    const { traceFile: file } = await runAgent(question, maya, options);
+    expect(readFileSync(file, 'utf8')).not.toMatch(/[\u009b\u200b\u202c\u202e]/);
+    const events = readTrace(file);
+    expect(events.find((e) => e.type === 'start').question).toBe(question);
+    expect(events.find((e) => e.type === 'end').answer).toBe('Red \u009b31malert\u009b0m.');
+  });
+
+  it('keeps its trace private: the file for our user only (0600), and the folders it creates (0700)', async () => {
+    // Traces hold customers' questions and orders.
+    const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
+    const logs = path.join(base, 'logs');
+    fake.reply({ text: 'Hello.' });
+    try {
+      const { traceFile } = await runAgent('Hello?', maya, { ...options, logDir: logs });
+      const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+      expect([mode(traceFile), mode(path.dirname(traceFile)), mode(logs)]).toEqual([
+        '600',
+        '700',
+        '700',
+      ]);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('writes every event as one well-formed JSON line with a timestamp', async () => {

@@ -1,6 +1,7 @@
-// Signing in: the customer comes from CUSTOMER_EMAIL or --customer, matched exactly, never from the model.
+// Signing in: the customer comes from CUSTOMER_EMAIL or --customer, matched in any case, never from the model.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../shared/cli.ts';
+import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { describeCustomer, signIn } from '../session.ts';
 import { ensureDatabase } from '../setup-database.ts';
@@ -10,6 +11,8 @@ const configured = process.env.CUSTOMER_EMAIL;
 beforeAll(async () => {
   db = await createScratchDatabase();
   await ensureDatabase(() => {});
+  // Stored as the customer typed it when signing up: addresses are not always lower case.
+  await query("INSERT INTO customers (name, email) VALUES ('Zoe Mixed', 'Zoe.Mixed@Example.com')");
 });
 afterEach(() => {
   process.env.CUSTOMER_EMAIL = configured;
@@ -28,6 +31,18 @@ describe('signIn', () => {
     expect(describeCustomer(liam)).toBe("Liam O'Brien (liam.obrien@example.com)");
   });
 
+  it.each(['Zoe.Mixed@Example.com', 'zoe.mixed@example.com', 'ZOE.MIXED@EXAMPLE.COM'])(
+    'signs in a customer stored as Zoe.Mixed@Example.com with %s',
+    async (email) => {
+      expect(await signIn(email)).toMatchObject({
+        name: 'Zoe Mixed',
+        email: 'Zoe.Mixed@Example.com',
+      });
+      process.env.CUSTOMER_EMAIL = email;
+      expect((await signIn(undefined)).name).toBe('Zoe Mixed');
+    },
+  );
+
   it.each([
     [
       'an unknown email',
@@ -40,9 +55,29 @@ describe('signIn', () => {
       'There is no customer with the email sofia.garcía@example.com.',
     ],
     [
+      'an accent the collation would ignore, in a mixed-case address',
+      'Zoé.Mixed@Example.com',
+      'There is no customer with the email Zoé.Mixed@Example.com.',
+    ],
+    [
       'something that is not an email',
       "x' OR '1'='1",
-      `"x' or '1'='1" is not an email address; use one such as --customer=maya.patel@example.com.`,
+      `"x' OR '1'='1" is not an email address; use one such as --customer=maya.patel@example.com.`,
+    ],
+    [
+      'an escape sequence, quoting it escaped',
+      'maya\x1b[2J@example.com',
+      'There is no customer with the email maya\\x1b[2J@example.com.',
+    ],
+    [
+      'an invisible character, quoting it visibly',
+      'maya.patel@exa\u200bmple.com',
+      'There is no customer with the email maya.patel@exa\\u200bmple.com.',
+    ],
+    [
+      'a bidirectional override in something that is not an email',
+      'x\u202e',
+      `"x\\u202e" is not an email address; use one such as --customer=maya.patel@example.com.`,
     ],
   ])('refuses %s with one sentence (a usage error: exit 2)', async (_, email, message) => {
     const error = await signIn(email).catch((e) => e);
@@ -59,5 +94,13 @@ describe('signIn', () => {
     await expect(signIn(' ')).rejects.toThrow(
       '--customer needs an email address, e.g. --customer=maya.patel@example.com.',
     );
+  });
+});
+
+describe('describeCustomer', () => {
+  it('shows a stored name or email with escape sequences and invisible characters visible', () => {
+    expect(
+      describeCustomer({ id: 9, name: 'Eve\x1b[2J\u202eevil', email: 'eve@exa\u200bmple.com' }),
+    ).toBe('Eve\\x1b[2J\\u202eevil (eve@exa\\u200bmple.com)');
   });
 });

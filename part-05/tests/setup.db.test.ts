@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { ensureDatabase, resetDatabase, TABLES } from '../setup-database.ts';
+import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
 let db: ScratchDatabase;
@@ -48,6 +48,19 @@ async function snapshot() {
     );
   }
   return result;
+}
+
+/** The rows there are now, as the reset's question lists them: "8 customers, 15 products, … and 1 support ticket". */
+async function losses(): Promise<string> {
+  const n = (value: number, noun: string) => `${value} ${noun}${value === 1 ? '' : 's'}`;
+  const items = [
+    n(await count('customers'), 'customer'),
+    n(await count('products'), 'product'),
+    `${n(await count('orders'), 'order')} (${n(await count('order_items'), 'order item')})`,
+  ];
+  const tickets = await count('tickets');
+  if (tickets) items.push(n(tickets, 'support ticket'));
+  return `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
 /** A ticket: what a customer asked for, which only an explicit reset may delete. */
@@ -115,9 +128,8 @@ describe('setup.ts resets, and only when told to', () => {
     const tickets = await count('tickets');
     const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
     expect(refused.code).toBe(2);
-    expect(refused.stdout).toBe(
-      `Resetting database "${db.name}" deletes ${tickets} support ticket${tickets === 1 ? '' : 's'}.\n`,
-    );
+    expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${await losses()}.\n`);
+    expect(refused.stdout).toMatch(/ and \d+ support tickets?\.\n$/);
     expect(refused.stderr.split('\n')[0]).toBe(
       'Nothing was changed: to confirm, run npx tsx part-05/setup.ts --yes',
     );
@@ -137,7 +149,40 @@ describe('setup.ts resets, and only when told to', () => {
     expect(await count('orders')).toBe(20);
   });
 
+  it('asks just the same when only the store changed: no ticket, but a customer added', async () => {
+    await query('DELETE FROM tickets');
+    await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
+    try {
+      const customers = await count('customers');
+      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+      expect(refused.code).toBe(2);
+      expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${await losses()}.\n`);
+      expect(refused.stderr.split('\n')[0]).toBe(
+        'Nothing was changed: to confirm, run npx tsx part-05/setup.ts --yes',
+      );
+      expect(await count('customers')).toBe(customers);
+    } finally {
+      await query("DELETE FROM customers WHERE email = 'added@example.com'");
+    }
+  });
+
+  it('asks nothing when nothing would be lost: no database yet, or only empty tables', async () => {
+    const scratch = await createScratchDatabase();
+    try {
+      process.env.DB_NAME = `${scratch.name}_never_created`;
+      expect((await planReset()).losses).toEqual([]);
+      process.env.DB_NAME = scratch.name;
+      await ensureDatabase(() => {});
+      for (const table of [...TABLES].reverse()) await query(`DELETE FROM ${table}`);
+      expect((await planReset()).losses).toEqual([]);
+    } finally {
+      await scratch.drop();
+      process.env.DB_NAME = db.name;
+    }
+  });
+
   it('resetDatabase gives the same store every time, removing anything added in between', async () => {
+    await resetDatabase(() => {});
     const before = await snapshot();
     await query("INSERT INTO customers (name, email) VALUES ('Extra', 'extra@example.com')");
     await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");

@@ -1,5 +1,7 @@
 // The agent loop through the fake provider, for both providers, against a real database.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { llmSettings } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closePool, query } from '../../shared/db.ts';
@@ -197,6 +199,39 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     );
     expect(events.filter((e) => e.type === 'save_failed')).toHaveLength(2);
     expect(await loadMessages(session.conversation.id)).toEqual([]);
+  });
+
+  it('writes escape sequences and hidden characters to the trace escaped, so cat shows them, and as written once parsed', async () => {
+    const question = 'Where is \u202e2401\u202c, my zero\u200bwidth order?';
+    fake.reply({ text: 'Red \u009b31malert\u009b0m.' });
+    await runAgent(question, session, quiet);
+    const file = conversationTraceFile(session.conversation.id);
+    expect(readFileSync(file, 'utf8')).not.toMatch(/[\u009b\u200b\u202c\u202e]/);
+    const events = readTrace(file);
+    expect(events.find((e) => e.type === 'start').question).toBe(question);
+    expect(events.find((e) => e.type === 'end').answer).toBe('Red \u009b31malert\u009b0m.');
+  });
+
+  it('keeps its trace private: the file for our user only (0600), and the folders it creates (0700)', async () => {
+    // Traces hold customers' questions and orders.
+    const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
+    const logs = path.join(base, 'logs');
+    const saved = process.env.LOG_DIR;
+    process.env.LOG_DIR = logs;
+    fake.reply({ text: 'Hello.' });
+    try {
+      await runAgent('Hello?', session, quiet);
+      const traceFile = conversationTraceFile(session.conversation.id);
+      const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+      expect([mode(traceFile), mode(path.dirname(traceFile)), mode(logs)]).toEqual([
+        '600',
+        '700',
+        '700',
+      ]);
+    } finally {
+      process.env.LOG_DIR = saved;
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('gives a friendly answer when the provider fails mid-loop', async () => {

@@ -43,11 +43,11 @@ describe('conversation ids are checked wherever they enter', () => {
 });
 
 describe('flags that make no sense', () => {
-  it('bench.ts --runs=abc is refused instead of running 40', async () => {
-    const result = await runScript(script('bench.ts'), ['--runs=abc'], { env });
+  it('bench.ts --runs=abc is refused instead of running 40, and quoted escaped', async () => {
+    const result = await runScript(script('bench.ts'), ['--runs=abc\x1b[2J'], { env });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
-      '--runs must be a whole number of at least 5 (got "abc").',
+      '--runs must be a whole number of at least 5 (got "abc\\x1b[2J").',
     );
   });
 });

@@ -62,7 +62,7 @@ describe('signing in', () => {
     [
       ['--customer=SOFIA.GARCÍA@EXAMPLE.COM'],
       {},
-      'There is no customer with the email sofia.garcía@example.com.',
+      'There is no customer with the email SOFIA.GARCÍA@EXAMPLE.COM.',
     ],
     [
       [],
@@ -135,20 +135,28 @@ describe('conversations belong to their customer', () => {
     expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
   });
 
-  it("forget.ts --customer deletes every conversation of that customer, everywhere, and no one else's", async () => {
-    const sofias = [
-      await conversationOf('sofia.garcia@example.com'),
-      await conversationOf('sofia.garcia@example.com'),
+  it("forget.ts --customer deletes every conversation of that customer, everywhere, and no one else's, whatever the case of the address", async () => {
+    // Stored as typed at sign-up, not in lower case: the exact address must find it too.
+    await query(
+      "INSERT INTO customers (name, email) VALUES ('Zoe Mixed', 'Zoe.Mixed@Example.com')",
+    );
+    const zoes = [
+      await conversationOf('Zoe.Mixed@Example.com'),
+      await conversationOf('zoe.mixed@example.com'),
     ];
     const mayas = await conversationOf('maya.patel@example.com');
-    for (const id of [...sofias, mayas]) expect(existsSync(conversationTraceFile(id))).toBe(true);
-    const run = await runScript(FORGET, ['--customer=sofia.garcia@example.com'], { env });
-    expect(run.code).toBe(0);
+    for (const id of [...zoes, mayas]) expect(existsSync(conversationTraceFile(id))).toBe(true);
+    const run = await runScript(FORGET, ['--customer=Zoe.Mixed@Example.com'], { env });
+    expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n').at(-1)).toBe(
-      'Deleted 2 conversations (4 messages) of sofia.garcia@example.com.',
+      'Deleted 2 conversations (4 messages) of Zoe.Mixed@Example.com.',
     );
-    expect(await query('SELECT id FROM conversations WHERE customer_id = 3')).toEqual([]);
-    for (const id of sofias) expect(existsSync(conversationTraceFile(id))).toBe(false);
+    expect(
+      await query(
+        "SELECT c.id FROM conversations c JOIN customers cu ON cu.id = c.customer_id WHERE cu.name = 'Zoe Mixed'",
+      ),
+    ).toEqual([]);
+    for (const id of zoes) expect(existsSync(conversationTraceFile(id))).toBe(false);
     expect(existsSync(conversationTraceFile(mayas))).toBe(true);
     expect(await query('SELECT id FROM conversations WHERE id = ?', [mayas])).toHaveLength(1);
   });

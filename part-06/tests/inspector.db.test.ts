@@ -126,7 +126,20 @@ describe('show-conversation --context, turn by turn', () => {
   });
 
   it('--budget and --recent give exactly what buildContext gives with those settings', async () => {
-    const id = await conversation(turn(1), turn(2, 500), turn(3), turn(4, 900), turn(5), turn(6));
+    // The last turn hides characters: the JSON must show them escaped, and still parse back to the text.
+    const hidden: MessageToSave[] = [
+      { message: { role: 'user', content: 'Order \u202e2401\u202c and zero\u200bwidth?' } },
+      { message: { role: 'assistant', content: 'Seen\u2060.' } },
+    ];
+    const id = await conversation(
+      turn(1),
+      turn(2, 500),
+      turn(3),
+      turn(4, 900),
+      turn(5),
+      turn(6),
+      hidden,
+    );
     const messages = await loadMessages(id);
     for (const budget of [
       { maxChars: 900, recentTurns: 1 },
@@ -148,6 +161,8 @@ describe('show-conversation --context, turn by turn', () => {
     expect(JSON.parse(json.stdout)).toEqual(
       buildContext(messages, { maxChars: 3000, recentTurns: 3 }).messages,
     );
+    expect(json.stdout).not.toMatch(/[\u200b\u202c\u202e\u2060]/);
+    expect(json.stdout).toContain('Order \\u202e2401\\u202c and zero\\u200bwidth?');
   });
 
   it('MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env are the defaults, and bad values are one sentence', async () => {
@@ -233,10 +248,18 @@ describe('show-conversation <id>', () => {
     await query('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [
       id,
       'tool',
-      JSON.stringify({ role: 'tool', tool_call_id: 'nobody', name: 'x', content: '{}' }),
+      JSON.stringify({
+        role: 'tool',
+        tool_call_id: 'nobody',
+        name: 'x\u202e\u200b',
+        content: '{}',
+      }),
     ]);
     const shown = await runScript(SHOW, [id, '--json'], { env });
     expect(shown.code).toBe(0);
+    // Printed escaped, parsed back as stored.
+    expect(shown.stdout).not.toMatch(/[\u200b\u202e]/);
+    expect(shown.stdout).toContain('"name": "x\\u202e\\u200b"');
     const exported = JSON.parse(shown.stdout);
     const rows = await loadRows(id);
     expect(exported).toMatchObject({

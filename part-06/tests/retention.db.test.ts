@@ -158,14 +158,17 @@ describe('prune.ts', () => {
     expect(statSync(path.join(logs, 'conversations', `${recent}.jsonl`)).isFile()).toBe(true);
   });
 
-  it.each([[[]], [['--days=0']], [['--days=abc']], [['--days=-3']], [['--days=1.5']]])(
-    'refuses %j with exit code 2',
-    async (args) => {
-      const result = await runScript(PRUNE, args, { env });
-      expect(result.code).toBe(2);
-      expect(result.stderr.split('\n')[0]).toMatch(
-        /^--days must be a positive whole number of days/,
-      );
-    },
-  );
+  it.each([
+    [[], 'nothing'],
+    [['--days=0'], '"0"'],
+    [['--days=\x1b[2J\u200b'], '"\\x1b[2J\\u200b"'],
+    [['--days=-3'], '"-3"'],
+    [['--days=1.5'], '"1.5"'],
+  ])('refuses %j with exit code 2, quoting it escaped', async (args, got) => {
+    const result = await runScript(PRUNE, args, { env });
+    expect(result.code).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe(
+      `--days must be a positive whole number of days (got ${got}).`,
+    );
+  });
 });

@@ -7,7 +7,7 @@ import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { newConversation, saveMessages } from '../memory.ts';
-import { ensureDatabase, resetDatabase, TABLES } from '../setup-database.ts';
+import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
 
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
@@ -53,6 +53,23 @@ async function snapshot() {
     );
   }
   return result;
+}
+
+/** The rows there are now, as the reset's question lists them, then `more`: "8 customers, … and 1 trace file". */
+async function losses(...more: string[]): Promise<string> {
+  const n = (value: number, noun: string) => `${value} ${noun}${value === 1 ? '' : 's'}`;
+  const items = [
+    n(await count('customers'), 'customer'),
+    n(await count('products'), 'product'),
+    `${n(await count('orders'), 'order')} (${n(await count('order_items'), 'order item')})`,
+  ];
+  const tickets = await count('tickets');
+  if (tickets) items.push(n(tickets, 'support ticket'));
+  const conversations = await count('conversations');
+  if (conversations)
+    items.push(`${n(conversations, 'conversation')} (${n(await count('messages'), 'message')})`);
+  items.push(...more);
+  return `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
 /** A conversation with one saved turn and a ticket: what people wrote, which only an explicit reset may delete. */
@@ -147,21 +164,19 @@ describe('setup.ts resets, and only when told to', () => {
     const trace = conversationTraceFile(id);
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
-    const plan = {
-      conversations: await count('conversations'),
-      messages: await count('messages'),
-      tickets: await count('tickets'),
-    };
+    const conversations = await count('conversations');
     const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
     expect(refused.code).toBe(2);
-    const n = (value: number, noun: string) => `${value} ${noun}${value === 1 ? '' : 's'}`;
     expect(refused.stdout).toBe(
-      `Resetting database "${db.name}" deletes ${n(plan.conversations, 'conversation')} (${n(plan.messages, 'message')}), ${n(plan.tickets, 'support ticket')}, 1 trace file.\n`,
+      `Resetting database "${db.name}" deletes ${await losses('1 trace file')}.\n`,
+    );
+    expect(refused.stdout).toMatch(
+      /, \d+ support tickets?, \d+ conversations? \(\d+ messages?\) and 1 trace file\.\n$/,
     );
     expect(refused.stderr.split('\n')[0]).toBe(
       'Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes',
     );
-    expect(await count('conversations')).toBe(plan.conversations);
+    expect(await count('conversations')).toBe(conversations);
     expect(existsSync(trace)).toBe(true);
   });
 
@@ -185,7 +200,41 @@ describe('setup.ts resets, and only when told to', () => {
     expect(await count('orders')).toBe(20);
   });
 
+  it('asks just the same when only the store changed: no ticket or conversation, but a customer added', async () => {
+    for (const table of ['messages', 'conversations', 'tickets'])
+      await query(`DELETE FROM ${table}`);
+    await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
+    try {
+      const customers = await count('customers');
+      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+      expect(refused.code).toBe(2);
+      expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${await losses()}.\n`);
+      expect(refused.stderr.split('\n')[0]).toBe(
+        'Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes',
+      );
+      expect(await count('customers')).toBe(customers);
+    } finally {
+      await query("DELETE FROM customers WHERE email = 'added@example.com'");
+    }
+  });
+
+  it('asks nothing when nothing would be lost: no database yet, or only empty tables', async () => {
+    const scratch = await createScratchDatabase();
+    try {
+      process.env.DB_NAME = `${scratch.name}_never_created`;
+      expect((await planReset()).losses).toEqual([]);
+      process.env.DB_NAME = scratch.name;
+      await ensureDatabase(() => {});
+      for (const table of [...TABLES].reverse()) await query(`DELETE FROM ${table}`);
+      expect(await planReset()).toMatchObject({ losses: [], conversations: [] });
+    } finally {
+      await scratch.drop();
+      process.env.DB_NAME = db.name;
+    }
+  });
+
   it('resetDatabase gives the same store every time, removing anything added in between', async () => {
+    await resetDatabase(() => {});
     const before = await snapshot();
     await query("INSERT INTO customers (name, email) VALUES ('Extra', 'extra@example.com')");
     await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");

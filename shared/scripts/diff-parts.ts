@@ -1,6 +1,7 @@
 // `npm run diff -- 5 6` prints what chapter 6 changed, code first and new files in full (see chapter-diff.ts).
 import { parseFlags, runMain, UsageError } from '../cli.ts';
 import { commandFor } from '../hints.ts';
+import { printable } from '../text.ts';
 import { chapterDiff } from './chapter-diff.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<from> <to> [--all]')}   (e.g. ${commandFor(import.meta.url, '5 6')})
@@ -16,7 +17,8 @@ await runMain(async () => {
   });
   if (positionals.length !== 2) throw new UsageError('Give two part numbers.');
   const [from, to] = positionals.map((value) => {
-    if (!/^\d{1,2}$/.test(value)) throw new UsageError(`"${value}" is not a part number.`);
+    if (!/^\d{1,2}$/.test(value))
+      throw new UsageError(`"${printable(value, { singleLine: true })}" is not a part number.`);
     return Number(value);
   });
   process.stdout.write(chapterDiff(from, to, { all: values.all }).text);

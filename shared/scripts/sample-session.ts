@@ -8,6 +8,7 @@ import { SCENARIOS } from '../scenarios/scenarios.ts';
 import { createScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider } from '../testing/fake-provider.ts';
 import { runScript } from '../testing/run-script.ts';
+import { printable } from '../text.ts';
 import { partScenarios, runScenario } from '../testing/scenario-runner.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<part-NN> <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]')}
@@ -30,12 +31,12 @@ await runMain(async () => {
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (!part || !scenario) throw new UsageError('Give a part folder and a scenario id.');
   if (!partScenarios(part).scenarios.includes(scenario.id))
-    throw new UsageError(`${part} does not declare ${scenario.id}.`);
+    throw new UsageError(`${shown(part)} does not declare ${scenario.id}.`);
   if (values.provider !== 'gemini' && values.provider !== 'openai')
-    throw new UsageError(`--provider must be gemini or openai (got "${values.provider}").`);
+    throw new UsageError(`--provider must be gemini or openai (got "${shown(values.provider)}").`);
   const provider = values.provider;
   if (values['show-context'] && !existsSync(path.join(ROOT_DIR, part, 'show-conversation.ts')))
-    throw new UsageError(`${part} has no show-conversation.ts.`);
+    throw new UsageError(`${shown(part)} has no show-conversation.ts.`);
   if (values.budget !== undefined && !values['show-context'])
     throw new UsageError('--budget goes with --show-context.');
 
@@ -75,3 +76,8 @@ await runMain(async () => {
     await db.drop();
   }
 }, USAGE);
+
+/** What was typed, quoted back in an error: escaped, so it cannot move the cursor or hide text. */
+function shown(text: string): string {
+  return printable(text, { singleLine: true });
+}

@@ -1,6 +1,9 @@
-// Settings errors are one sentence naming the variable and the fix.
+// Settings errors are one sentence naming the variable and the fix; the trace folder is private.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, dbSettings, llmSettings } from '../config.ts';
+import { ConfigError, dbSettings, ensureLogDir, llmSettings } from '../config.ts';
 
 beforeEach(() => {
   for (const name of [
@@ -83,5 +86,30 @@ describe('dbSettings', () => {
     process.env.DB_PORT = '3306';
     process.env.DB_NAME = 'nimbus; DROP DATABASE x';
     expect(configError(dbSettings).message).toMatch(/^DB_NAME may only contain letters/);
+  });
+});
+
+describe('a value quoted back in an error', () => {
+  it('is escaped: an escape sequence or an invisible character in .env is shown, not obeyed', () => {
+    process.env.DB_NAME = 'nimbus\x1b[2J\u200b';
+    expect(configError(dbSettings).message).toBe(
+      'DB_NAME may only contain letters, digits and underscores (it is "nimbus\\x1b[2J\\u200b"). Fix it in .env.',
+    );
+  });
+});
+
+describe('ensureLogDir', () => {
+  it('creates LOG_DIR, and any folder above it, readable by our user only (0700)', () => {
+    const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-log-dir-'));
+    const saved = process.env.LOG_DIR;
+    try {
+      process.env.LOG_DIR = path.join(base, 'private', 'logs');
+      expect(ensureLogDir()).toBe(process.env.LOG_DIR);
+      for (const dir of [path.join(base, 'private'), path.join(base, 'private', 'logs')])
+        expect((statSync(dir).mode & 0o777).toString(8), dir).toBe('700');
+    } finally {
+      process.env.LOG_DIR = saved;
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 });

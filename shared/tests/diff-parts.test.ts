@@ -37,6 +37,7 @@ const LESSONS: Record<number, string[]> = {
     'export interface ToolContext',
     "name: 'get_order_status'",
     'export async function ensureDatabase(',
+    'Type yes to delete and reset',
     'export function splitSqlStatements(',
     'const first = await chatWithTools(llm, messages, TOOL_DEFINITIONS)',
   ],
@@ -46,7 +47,7 @@ const LESSONS: Record<number, string[]> = {
     'MAX_TICKETS_PER_TURN',
     'already_open: true',
     "name: 'list_customer_orders'",
-    'Type yes to delete and reset',
+    "['tickets', 'support ticket']",
   ],
   4: [
     'export async function runAgent(',

@@ -1,0 +1,89 @@
+// What show-conversation and the damaged-row warning print: every field from a customer, a model or a stored row is shown, never obeyed or hidden.
+import { describe, expect, it, vi } from 'vitest';
+import type { Message } from '../../shared/llm/index.ts';
+import { describeMessage, listView, turnsView } from '../conversation-view.ts';
+import { warnDamaged, type FullRow } from '../memory.ts';
+import { readHistory } from '../stored-history.ts';
+
+/** Escape sequences, bidirectional overrides and invisible characters, raw. */
+const HIDDEN = /[\x1b\u009b\u200b\u200d\u202e]/;
+const when = new Date('2025-01-02T03:04:00Z');
+const conversation = {
+  id: 'a'.repeat(32),
+  customer_email: 'eve@exa\u200bmple.com',
+  customer_name: 'Eve\u202eevil',
+  created_at: when,
+  updated_at: when,
+  messages: 2,
+};
+
+function row(id: number, role: string, data: unknown): FullRow {
+  return {
+    id,
+    role,
+    data,
+    created_at: when,
+    input_tokens: null,
+    output_tokens: null,
+    request_chars: null,
+    storage_note: null,
+  };
+}
+
+describe('describeMessage', () => {
+  it.each<[string, Message, string]>([
+    [
+      'the name of a tool result',
+      { role: 'tool', tool_call_id: 'c1', name: 'get_order\x1b[2J\u200b', content: '{}' },
+      'tool: get_order\\x1b[2J\\u200b → {}',
+    ],
+    [
+      'the name and arguments of a requested tool',
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'c1', name: 'look\u202eup', arguments: { q: 'a\u200db' } }],
+      },
+      'assistant: (requested tools) look\\u202eup({"q":"a\\u200db"})',
+    ],
+    ['a question', { role: 'user', content: 'Hi\u009b2J\nthere' }, 'user: Hi\\x9b2J there'],
+  ])('shows %s escaped', (_, message, line) => {
+    expect(describeMessage(message)).toBe(line);
+  });
+});
+
+describe('the views', () => {
+  it('show the customer’s name and email escaped, in the list and in a conversation', () => {
+    const list = listView([{ ...conversation, first_question: 'Where\u2060 is it?' }]).join('\n');
+    expect(list).not.toMatch(HIDDEN);
+    expect(list).toContain('eve@exa\\u200bmple.com');
+    expect(list).toContain('Where\\u2060 is it?');
+
+    const rows = [
+      row(1, 'user', { role: 'user', content: 'Hi' }),
+      row(2, 'assistant', { role: 'assistant', content: 'Hello!' }),
+      // A hand-edited row, left out: the reason quotes its role, which must not reorder the line.
+      row(3, 'tool', { role: 'tool\u202e', content: 'x' }),
+    ];
+    const shown = turnsView(conversation, rows, readHistory(rows)).join('\n');
+    expect(shown).not.toMatch(HIDDEN);
+    expect(shown.split('\n')[0]).toMatch(
+      /^Conversation a{32} of Eve\\u202eevil \(eve@exa\\u200bmple\.com\): /,
+    );
+    expect(shown).toContain('[left out: unknown role "tool\\u202e"]');
+  });
+});
+
+describe('warnDamaged', () => {
+  it('quotes the reason a stored row was left out escaped', () => {
+    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      warnDamaged('a'.repeat(32), [{ id: 7, reason: 'unknown role "tool\u202e\u200b"' }]);
+      expect(spy.mock.calls.flat().join('\n')).toBe(
+        `warning: conversation ${'a'.repeat(32)}: left out damaged messages #7 (unknown role "tool\\u202e\\u200b")`,
+      );
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+// What a user typed comes back in an error message escaped: a flag cannot clear the screen or hide text.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseFlags, runMain, UsageError } from '../cli.ts';
+
+const refusal = (args: string[]) => {
+  try {
+    parseFlags({ args, options: { days: { type: 'string' } } });
+  } catch (error) {
+    if (error instanceof UsageError) return error.message;
+    throw error;
+  }
+  throw new Error('expected a UsageError');
+};
+
+describe('parseFlags', () => {
+  it.each([
+    [['--\x1b[31mx'], 'Unknown option --\\x1b[31mx.'],
+    [['--da\u200bys=1'], 'Unknown option --da\\u200bys.'],
+    [['ex\u202eet'], 'Unexpected argument ex\\u202eet: this command takes none.'],
+  ])('quotes %j back escaped', (args, message) => {
+    expect(refusal(args)).toBe(message);
+  });
+
+  it('names an option that has a short form by its long one', () => {
+    expect(refusal(['--help=yes'])).toBe('--help takes no value.');
+  });
+});
+
+describe('runMain', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+    process.exitCode = undefined;
+  });
+
+  it('prints any error message escaped: one quoting what a server said, or a bug', async () => {
+    const printed: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((line: string) => void printed.push(line));
+    await runMain(async () => {
+      throw new Error('the server said \x1b[2J\u202ehello');
+    }, 'Usage: test');
+    expect(printed[0]).toBe('Unexpected error: the server said \\x1b[2J\\u202ehello');
+    expect(process.exitCode).toBe(1);
+  });
+});
