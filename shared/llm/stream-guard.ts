@@ -1,0 +1,88 @@
+// What reading a streamed reply needs beyond the SDKs: noticing a stream that stops sending, and telling a reply that broke off from one that was cancelled.
+import { ProviderError, capitalized } from './errors.ts';
+
+export interface StreamGuard {
+  /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */
+  signal: AbortSignal;
+  /** The stream's chunks, watched: the stall countdown starts again at each one. */
+  chunks<T>(stream: AsyncIterable<T>): AsyncGenerator<T>;
+}
+
+/**
+ * Guards one attempt's stream. `signal` is the attempt's own (Ctrl-C and the deadline, from withRetries).
+ * `readError` turns a failure while reading into what the attempt should throw: the provider's own error
+ * (an error sent inside the stream), or `brokeOff` for a connection that dropped.
+ */
+export function guardStream(
+  signal: AbortSignal,
+  stallMs: number,
+  provider: string,
+  readError: (error: unknown) => unknown,
+): StreamGuard {
+  const stall = new AbortController();
+  return {
+    signal: AbortSignal.any([signal, stall.signal]),
+    async *chunks(stream) {
+      // Started by the first chunk, not before: a reasoning model may think in silence for minutes before
+      // it writes anything, and the deadline bounds that wait. Between chunks, silence means trouble.
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        for await (const chunk of stream) {
+          clearTimeout(timer);
+          timer = setTimeout(() => stall.abort(), stallMs);
+          yield chunk;
+        }
+      } catch (error) {
+        // Ctrl-C or the deadline: withRetries knows which and says so.
+        if (signal.aborted) throw error;
+        if (stall.signal.aborted) throw stalled(provider, stallMs);
+        throw readError(error);
+      } finally {
+        clearTimeout(timer);
+      }
+      // The openai SDK ends an aborted stream quietly, as if it were complete: it is not.
+      if (signal.aborted) throw signal.reason;
+      if (stall.signal.aborted) throw stalled(provider, stallMs);
+    },
+  };
+}
+
+/**
+ * A stream that began well and then failed: the connection dropped (fetch reports it as a TypeError whose
+ * cause says why), or what arrived could not be read as chunks.
+ */
+export function brokeOff(provider: string, error: unknown): ProviderError {
+  const Provider = capitalized(provider);
+  if (error instanceof TypeError && error.cause !== undefined) {
+    const cause = error.cause as { code?: string; message?: string };
+    return new ProviderError({
+      provider,
+      kind: 'connection',
+      message: `${Provider}'s reply broke off: the connection dropped (${cause.code ?? cause.message}).`,
+      cause: error,
+    });
+  }
+  return new ProviderError({
+    provider,
+    kind: 'bad_response',
+    message: `${Provider}'s streamed reply could not be read (${(error as Error)?.message}).`,
+    cause: error,
+  });
+}
+
+/** The stream ended cleanly, but before the chunk that says the reply is complete. */
+export function endedEarly(provider: string): ProviderError {
+  return new ProviderError({
+    provider,
+    kind: 'connection',
+    message: `${capitalized(provider)}'s reply broke off: the stream ended before the reply was complete.`,
+  });
+}
+
+function stalled(provider: string, stallMs: number): ProviderError {
+  return new ProviderError({
+    provider,
+    kind: 'timeout',
+    message: `${capitalized(provider)} stopped sending in the middle of its reply: nothing arrived for ${stallMs / 1000} s.`,
+  });
+}
