@@ -9,7 +9,7 @@ import {
   type StreamOptions,
   type ToolDefinition,
 } from './messages.ts';
-import { brokeOff, endedEarly, guardStream } from './stream-guard.ts';
+import { brokeOff, guardStream } from './stream-guard.ts';
 
 /**
  * Each chunk is a whole GenerateContentResponse holding the next parts; a function call always arrives
@@ -47,7 +47,7 @@ export async function geminiStream(
     complete ||= candidate?.finishReason !== undefined || chunk.promptFeedback !== undefined;
   }
   // Without its last chunk a reply may have lost text or calls: using it would act on half an answer.
-  if (!complete) throw endedEarly('Gemini');
+  if (!complete) throw guard.incomplete();
   return fromResponse({
     candidates: [{ content: parts.length ? { role: 'model', parts } : undefined }],
     usageMetadata,

@@ -11,7 +11,7 @@ import {
 } from './messages.ts';
 import { badResponse, chatRequest, client, fromCompletion } from './openai.ts';
 import { openaiProviderName } from './openai-name.ts';
-import { brokeOff, endedEarly, guardStream } from './stream-guard.ts';
+import { brokeOff, guardStream } from './stream-guard.ts';
 
 /** A tool call while its fragments arrive: the first carries id, type and name, the others more arguments. */
 interface CallSoFar {
@@ -94,7 +94,7 @@ export async function openaiStream(
     finished ||= typeof choice.finish_reason === 'string';
   }
   // Without its finish chunk a reply may have lost text, calls or the end of their arguments.
-  if (!finished) throw endedEarly(provider);
+  if (!finished) throw guard.incomplete();
   const message = {
     role: 'assistant',
     // As the API sends it without streaming: null when the reply is only tool calls, or a refusal.

@@ -4,8 +4,10 @@ import { ProviderError, capitalized } from './errors.ts';
 export interface StreamGuard {
   /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */
   signal: AbortSignal;
-  /** The stream's chunks, watched: the stall countdown starts again at each one. */
+  /** The stream's chunks, watched: the stall countdown starts again at each one, and a stall ends them. */
   chunks<T>(stream: AsyncIterable<T>): AsyncGenerator<T>;
+  /** Why the chunks ended before the reply was complete: the stream stalled, or it was closed early. */
+  incomplete(): ProviderError;
 }
 
 /**
@@ -35,14 +37,17 @@ export function guardStream(
       } catch (error) {
         // Ctrl-C or the deadline: withRetries knows which and says so.
         if (signal.aborted) throw error;
-        if (stall.signal.aborted) throw stalled(provider, stallMs);
-        throw readError(error);
+        // A stall only matters if the reply is not complete yet (incomplete() says so): both SDKs read
+        // on after the last chunk until the connection closes, and a server may keep it open.
+        if (!stall.signal.aborted) throw readError(error);
       } finally {
         clearTimeout(timer);
       }
-      // The openai SDK ends an aborted stream quietly, as if it were complete: it is not.
+      // The openai SDK ends an aborted stream quietly, as if it were complete.
       if (signal.aborted) throw signal.reason;
-      if (stall.signal.aborted) throw stalled(provider, stallMs);
+    },
+    incomplete() {
+      return stall.signal.aborted ? stalled(provider, stallMs) : endedEarly(provider);
     },
   };
 }
@@ -71,7 +76,7 @@ export function brokeOff(provider: string, error: unknown): ProviderError {
 }
 
 /** The stream ended cleanly, but before the chunk that says the reply is complete. */
-export function endedEarly(provider: string): ProviderError {
+function endedEarly(provider: string): ProviderError {
   return new ProviderError({
     provider,
     kind: 'connection',
