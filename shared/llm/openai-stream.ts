@@ -93,7 +93,9 @@ export async function openaiStream(
     }
     finished ||= typeof choice.finish_reason === 'string';
   }
-  // Without its finish chunk a reply may have lost text, calls or the end of their arguments.
+  // Without its finish chunk a reply may have lost text, calls or the end of their arguments. A stream
+  // cancelled by Ctrl-C or the deadline ends here too (the openai SDK ends it quietly, as if complete);
+  // withRetries then reports which of them it was.
   if (!finished) throw guard.incomplete();
   const message = {
     role: 'assistant',

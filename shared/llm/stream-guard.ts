@@ -43,8 +43,6 @@ export function guardStream(
       } finally {
         clearTimeout(timer);
       }
-      // The openai SDK ends an aborted stream quietly, as if it were complete.
-      if (signal.aborted) throw signal.reason;
     },
     incomplete() {
       return stall.signal.aborted ? stalled(provider, stallMs) : endedEarly(provider);
