@@ -35,6 +35,7 @@ export async function openaiStream(
   { onText, stallMs }: Required<Pick<StreamOptions, 'onText' | 'stallMs'>>,
 ): Promise<ChatResult> {
   const provider = openaiProviderName(settings);
+  const Provider = capitalized(provider);
   const guard = guardStream(
     signal,
     stallMs,
@@ -50,6 +51,14 @@ export async function openaiStream(
     },
     { signal: guard.signal },
   );
+  /** Adds a piece of text to what came so far, and shows it. */
+  const addText = (soFar: string | undefined, piece: unknown): string | undefined => {
+    if (piece === undefined || piece === null) return soFar;
+    if (typeof piece !== 'string')
+      throw badResponse(settings, `${Provider} streamed text of type ${typeof piece}.`);
+    if (piece) onText(piece);
+    return (soFar ?? '') + piece;
+  };
   let content: string | undefined;
   let refusal: string | undefined;
   const calls: CallSoFar[] = [];
@@ -57,37 +66,22 @@ export async function openaiStream(
   let finished = false;
   // Typed as unknown: a server that only imitates OpenAI may send anything.
   for await (const chunk of guard.chunks<unknown>(stream)) {
-    if (!isPlainObject(chunk))
-      throw badResponse(
-        settings,
-        `${capitalized(provider)} streamed a chunk that is not an object.`,
-      );
+    if (!isPlainObject(chunk)) {
+      throw badResponse(settings, `${Provider} streamed a chunk that is not a JSON object.`);
+    }
     if (isPlainObject(chunk.usage)) usage = chunk.usage;
     const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
     if (!isPlainObject(choice)) continue;
     const delta = isPlainObject(choice.delta) ? choice.delta : {};
-    // A refusal is the reply's text when there is no content (openai.ts reads it so); the API sends one or the other.
-    for (const [field, piece] of [
-      ['content', delta.content],
-      ['refusal', delta.refusal],
-    ] as const) {
-      if (piece === undefined || piece === null) continue;
-      if (typeof piece !== 'string') {
-        throw badResponse(
-          settings,
-          `${capitalized(provider)} streamed ${field} of type ${typeof piece} where text was expected.`,
-        );
-      }
-      if (field === 'content') content = (content ?? '') + piece;
-      else refusal = (refusal ?? '') + piece;
-      if (piece) onText(piece);
-    }
+    content = addText(content, delta.content);
+    // A refusal is the reply's text when there is no content (openai.ts reads it so); it comes instead.
+    refusal = addText(refusal, delta.refusal);
     for (const fragment of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
       const problem = addFragment(calls, fragment);
       if (problem) {
         throw badResponse(
           settings,
-          `${capitalized(provider)} streamed tool calls that cannot be put back together: ${problem}.`,
+          `${Provider} streamed tool calls that cannot be put back together: ${problem}.`,
         );
       }
     }
