@@ -321,6 +321,7 @@ async function sendStream(
       ),
     );
   const { fault, paceMs } = script;
+  const startedAt = Date.now();
   for (let sent = 0; sent <= events.length; sent++) {
     if (fault?.after === sent) {
       if ('drop' in fault) return void res.destroy();
@@ -331,7 +332,8 @@ async function sendStream(
       await fault.stall;
     }
     if (sent === events.length) break;
-    if (sent > 0 && paceMs) await sleep(paceMs);
+    // Each chunk at its time from the start: timers run late, and a delay per chunk would add that up.
+    if (paceMs) await sleep(Math.max(0, startedAt + sent * paceMs - Date.now()));
     // The client went away (Ctrl-C, or it gave up on a stall): stop writing.
     if (res.destroyed) return;
     await write(events[sent]);
