@@ -1,12 +1,12 @@
 // What reading a streamed reply needs beyond the SDKs: noticing a stream that stops sending, and telling a reply that broke off from one that was cancelled.
 import { ProviderError, capitalized } from './errors.ts';
 
-export interface StreamGuard {
+interface StreamGuard {
   /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */
   signal: AbortSignal;
   /** The stream's chunks, watched: the stall countdown starts again at each one, and a stall ends them. */
   chunks<T>(stream: AsyncIterable<T>): AsyncGenerator<T>;
-  /** Why the chunks ended before the reply was complete: the stream stalled, or it was closed early. */
+  /** Why the chunks ended before the reply was complete: the stream stalled, never began, or was closed early. */
   incomplete(): ProviderError;
 }
 
@@ -22,6 +22,7 @@ export function guardStream(
   readError: (error: unknown) => unknown,
 ): StreamGuard {
   const stall = new AbortController();
+  let received = 0;
   return {
     signal: AbortSignal.any([signal, stall.signal]),
     async *chunks(stream) {
@@ -30,6 +31,7 @@ export function guardStream(
       let timer: NodeJS.Timeout | undefined;
       try {
         for await (const chunk of stream) {
+          received++;
           clearTimeout(timer);
           timer = setTimeout(() => stall.abort(), stallMs);
           yield chunk;
@@ -45,7 +47,8 @@ export function guardStream(
       }
     },
     incomplete() {
-      return stall.signal.aborted ? stalled(provider, stallMs) : endedEarly(provider);
+      if (stall.signal.aborted) return stalled(provider, stallMs);
+      return received ? endedEarly(provider) : notAStream(provider);
     },
   };
 }
@@ -79,6 +82,18 @@ function endedEarly(provider: string): ProviderError {
     provider,
     kind: 'connection',
     message: `${capitalized(provider)}'s reply broke off: the stream ended before the reply was complete.`,
+  });
+}
+
+/**
+ * Not one chunk: the openai SDK finds no events in a body that is not a stream (a server or proxy that
+ * ignores `stream: true` and sends the whole reply as JSON) and just ends. Asking again will not help.
+ */
+function notAStream(provider: string): ProviderError {
+  return new ProviderError({
+    provider,
+    kind: 'bad_response',
+    message: `${capitalized(provider)} answered, but not with a stream: not one chunk arrived. It may not support streaming.`,
   });
 }
 

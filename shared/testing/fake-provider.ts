@@ -38,7 +38,7 @@ export interface ScriptedReply {
   stream?: ScriptedStream;
 }
 
-export interface ScriptedStream {
+interface ScriptedStream {
   /** Milliseconds between two chunks, as a model writing; a whole reply comes when the last chunk would. */
   paceMs?: number;
   /** OpenAI: every call's arguments arrive in this many fragments (default 1: each call whole). */
@@ -57,7 +57,7 @@ export interface ScriptedStream {
  */
 export type OpenAIQuirk = 'no-index' | 'reused-index' | 'no-type';
 
-export type StreamFault =
+type StreamFault =
   /** An error event in the provider's own shape, then the end of the stream. */
   | { after: number; error: ScriptedError }
   /** The connection is cut. */

@@ -328,6 +328,24 @@ describe.each(['gemini', 'openai'] as const)('%s streaming through the real SDK'
     expect(fake.chats()).toHaveLength(1);
   });
 
+  it('reports a server that answers a stream with a whole JSON reply as a bad response, without retrying', async () => {
+    const whole =
+      provider === 'gemini'
+        ? { candidates: [{ content: { role: 'model', parts: [{ text: 'Hi' }] } }] }
+        : { choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' } }] };
+    fake.reply({ body: whole });
+    const { pieces, done } = streamed(question);
+    const error = await done.catch((e) => e);
+    expect(error).toMatchObject({ kind: 'bad_response', retryable: false });
+    expect(error.message).toMatch(
+      provider === 'gemini'
+        ? /^Gemini's streamed reply could not be read \(Incomplete JSON segment at the end\)\.$/
+        : /^The OpenAI-compatible server answered, but not with a stream: not one chunk arrived\./,
+    );
+    expect(pieces).toEqual([]);
+    expect(fake.chats()).toHaveLength(1);
+  });
+
   it('does not take a stream that ends before its last chunk for the whole reply', async () => {
     // The first text chunk, then a clean end: no finish (and for OpenAI no [DONE]).
     const cutShort =
