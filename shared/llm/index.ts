@@ -61,7 +61,7 @@ export async function streamWithTools(
   options: StreamOptions,
 ): Promise<ChatResult> {
   let shown = false;
-  const stream = {
+  const streamOptions = {
     stallMs: options.stallMs ?? DEFAULT_STALL_MS,
     onText: (text: string) => {
       shown = true;
@@ -77,7 +77,7 @@ export async function streamWithTools(
     ]);
     return withRetries(
       'Gemini',
-      (signal) => geminiStream(settings, messages, tools, signal, stream),
+      (signal) => geminiStream(settings, messages, tools, signal, streamOptions),
       (e) => finalOnceShown(geminiError(e, settings)),
       options,
     );
@@ -88,7 +88,7 @@ export async function streamWithTools(
   ]);
   return withRetries(
     openaiProviderName(settings),
-    (signal) => openaiStream(settings, messages, tools, signal, stream),
+    (signal) => openaiStream(settings, messages, tools, signal, streamOptions),
     (e) => finalOnceShown(openaiError(e, settings)),
     options,
   );

@@ -232,12 +232,14 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     counter++;
     if (reply.body !== undefined) return send(res, 200, reply.body);
     // One rendering, sent whole or split into chunks: the same content either way.
-    const textChunks = typeof reply.text === 'string' ? [reply.text] : (reply.text ?? []);
+    const text = Array.isArray(reply.text) ? reply.text.join('') : reply.text;
     const ready: ReplyToRender = {
       ...reply,
-      text: Array.isArray(reply.text) ? reply.text.join('') : reply.text,
-      textChunks,
-      usage: reply.usage ?? estimatedUsage(rawBody, reply),
+      text,
+      textChunks: Array.isArray(reply.text) ? reply.text : text === undefined ? [] : [text],
+      usage:
+        reply.usage ??
+        estimatedUsage(rawBody, (text ?? '') + JSON.stringify(reply.tool_calls ?? [])),
     };
     const whole = wire.render(ready, model, counter);
     const events = reply.stream?.events ?? wire.chunks(whole, ready, body);
@@ -357,11 +359,6 @@ function send(
  * Token counts when a test scripts none: about four characters per token, the usual rule of thumb for
  * English and JSON, so characters-per-token figures computed from the fake look like real ones.
  */
-function estimatedUsage(
-  requestBody: string,
-  reply: ScriptedReply,
-): { input: number; output: number } {
-  const text = Array.isArray(reply.text) ? reply.text.join('') : (reply.text ?? '');
-  const written = text + JSON.stringify(reply.tool_calls ?? []);
+function estimatedUsage(requestBody: string, written: string): { input: number; output: number } {
   return { input: Math.ceil(requestBody.length / 4), output: Math.ceil(written.length / 4) };
 }
