@@ -251,11 +251,11 @@ describe.each(['gemini', 'openai'] as const)('%s streaming through the real SDK'
       text: ['Order ', '1043 ', 'shipped.'],
       stream: { fault: { after: throughText(2), stall: never } },
     });
-    const { pieces, done } = streamed(question, [], { stallMs: 50 });
+    const { pieces, done } = streamed(question, [], { stallMs: 250 });
     const error = await done.catch((e) => e);
     expect(error).toMatchObject({ kind: 'timeout', retryable: false });
     expect(error.message).toMatch(
-      /stopped sending in the middle of its reply: nothing arrived for 0\.05 s\.$/,
+      /stopped sending in the middle of its reply: nothing arrived for 0\.25 s\.$/,
     );
     expect(pieces).toEqual(['Order ', '1043 ']);
     expect(fake.chats()).toHaveLength(1);
@@ -269,7 +269,7 @@ describe.each(['gemini', 'openai'] as const)('%s streaming through the real SDK'
       usage: { input: 12, output: 5 },
       stream: { fault: { after: all, stall: never } },
     });
-    const { pieces, done } = streamed(question, [], { stallMs: 50 });
+    const { pieces, done } = streamed(question, [], { stallMs: 250 });
     const result = await done;
     expect(result.text).toBe('Order 1043 shipped.');
     expect(result.usage).toEqual({ input_tokens: 12, output_tokens: 5 });
