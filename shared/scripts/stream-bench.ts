@@ -60,10 +60,7 @@ await runMain(async () => {
       return;
     }
     console.log(
-      `An answer of ${CHUNKS.length} chunks, ${PACE_MS} ms apart; median of ${runs} runs, in ms.`,
-    );
-    console.log(
-      "(OpenAI's first chunk carries only the role, so its first word comes one chunk later.)\n",
+      `An answer of ${CHUNKS.length} chunks, ${PACE_MS} ms apart; median of ${runs} runs, in ms.\n`,
     );
     console.log('provider  first word, streamed  whole answer, streamed  both, not streamed');
     for (const r of results) {

@@ -57,6 +57,11 @@ export function geminiWire(options: GeminiWireOptions): FakeWire {
       return renderReply(reply, { model, counter, signature, ids: options.ids });
     },
     chunks,
+    // The signed empty part at the end comes with the last words, not after a pause of its own.
+    written: (event: any) => {
+      const part = event?.candidates?.[0]?.content?.parts?.[0];
+      return Boolean(part?.text || part?.functionCall);
+    },
     embeddings(body, model) {
       const requests: any[] = body.requests ?? [];
       return {

@@ -23,6 +23,9 @@ export function openaiWire(): FakeWire {
     view,
     render: renderReply,
     chunks,
+    // The role, finish and usage chunks and [DONE] come with the written ones, not after a pause of their own.
+    written: (event: any) =>
+      Boolean(event?.choices?.[0]?.delta?.content || event?.choices?.[0]?.delta?.tool_calls),
     embeddings(body, model) {
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
       const data = inputs.map((input, index) => {

@@ -39,7 +39,10 @@ export interface ScriptedReply {
 }
 
 interface ScriptedStream {
-  /** Milliseconds between two chunks, as a model writing; a whole reply comes when the last chunk would. */
+  /**
+   * Milliseconds between two chunks of what the model writes (text, calls; the other chunks follow at
+   * once), as a model writing. A whole reply comes when its last chunk would have.
+   */
   paceMs?: number;
   /** OpenAI: every call's arguments arrive in this many fragments (default 1: each call whole). */
   argumentChunks?: number;
@@ -245,7 +248,8 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     const events = reply.stream?.events ?? wire.chunks(whole, ready, body);
     if (record.stream) return sendStream(res, events, reply.stream, wire);
     // A paced whole reply takes as long as its stream would: a model writes it either way.
-    if (reply.stream?.paceMs) await sleep(reply.stream.paceMs * (events.length - 1));
+    const written = events.filter((event) => wire.written(event)).length;
+    if (reply.stream?.paceMs) await sleep(reply.stream.paceMs * Math.max(0, written - 1));
     send(res, 200, whole);
   });
 
@@ -324,6 +328,7 @@ async function sendStream(
     );
   const { fault, paceMs } = script;
   const startedAt = Date.now();
+  let written = 0;
   for (let sent = 0; sent <= events.length; sent++) {
     if (fault?.after === sent) {
       if ('drop' in fault) return void res.destroy();
@@ -334,8 +339,9 @@ async function sendStream(
       await fault.stall;
     }
     if (sent === events.length) break;
-    // Each chunk at its time from the start: timers run late, and a delay per chunk would add that up.
-    if (paceMs) await sleep(Math.max(0, startedAt + sent * paceMs - Date.now()));
+    // Each written chunk at its time from the start: timers run late, and a delay per chunk would add that up.
+    if (paceMs && wire.written(events[sent]))
+      await sleep(Math.max(0, startedAt + written++ * paceMs - Date.now()));
     // The client went away (Ctrl-C, or it gave up on a stall): stop writing.
     if (res.destroyed) return;
     await write(events[sent]);

@@ -32,6 +32,8 @@ export interface FakeWire {
   render(reply: ReplyToRender, model: string, counter: number): unknown;
   /** The events that stream `whole` (what `render` returned), one chunk each, in the order the API sends them. */
   chunks(whole: any, reply: ReplyToRender, body: any): unknown[];
+  /** Whether an event carries what the model writes (text, a call): only those take time when paced. */
+  written(event: unknown): boolean;
   /** The 200 body answering an embeddings request. */
   embeddings(body: any, model: string): unknown;
   /** An error body in the provider's own shape. */
