@@ -28,13 +28,16 @@ export class ProviderError extends Error {
     message: string;
     status?: number;
     retryAfterMs?: number;
+    /** Overrides what the kind implies: a streamed reply that broke off after text was shown is not retried. */
+    retryable?: boolean;
     cause?: unknown;
   }) {
     super(options.message, { cause: options.cause });
     this.provider = options.provider;
     this.kind = options.kind;
     this.status = options.status;
-    this.retryable = ['rate_limit', 'server', 'connection'].includes(options.kind);
+    this.retryable =
+      options.retryable ?? ['rate_limit', 'server', 'connection'].includes(options.kind);
     this.retryAfterMs = options.retryAfterMs;
   }
 }

@@ -1,13 +1,14 @@
 // Talks to Gemini with @google/genai: neutral messages in, neutral ChatResult out.
-import { randomBytes } from 'node:crypto';
 import {
   ApiError,
   GoogleGenAI,
   type Content,
+  type GenerateContentParameters,
   type GenerateContentResponse,
   type Part,
 } from '@google/genai';
 import type { GeminiSettings } from '../config.ts';
+import { uniqueCallId } from './call-ids.ts';
 import { ProviderError, firstLine, kindForStatus, parseGoogleDuration } from './errors.ts';
 import {
   isPlainObject,
@@ -28,7 +29,7 @@ const DUMMY_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
 /** Fewer dimensions than the default 3072: the same retrieval quality for a help center, a quarter of the storage. */
 const GEMINI_EMBEDDING_DIMENSIONS = 768;
 
-function client(settings: GeminiSettings): GoogleGenAI {
+export function client(settings: GeminiSettings): GoogleGenAI {
   // Always pass the key: without one the SDK looks for Google Cloud credentials instead.
   // No httpOptions.timeout: the SDK has none by default, and our deadline (retry.ts) bounds the whole call.
   // The SDK's timer would end an attempt as if we had cancelled it.
@@ -44,8 +45,21 @@ export async function geminiChat(
   tools: ToolDefinition[],
   signal: AbortSignal,
 ): Promise<ChatResult> {
+  const response = await client(settings).models.generateContent(
+    chatRequest(settings, messages, tools, signal),
+  );
+  return fromResponse(response);
+}
+
+/** What generateContent and generateContentStream (gemini-stream.ts) both send: history, instructions, tools. */
+export function chatRequest(
+  settings: GeminiSettings,
+  messages: Message[],
+  tools: ToolDefinition[],
+  signal: AbortSignal,
+): GenerateContentParameters {
   const system = messages.filter((m) => m.role === 'system').map((m) => m.content);
-  const response = await client(settings).models.generateContent({
+  return {
     model: settings.model,
     contents: toContents(messages),
     config: {
@@ -66,8 +80,7 @@ export async function geminiChat(
         : {}),
       abortSignal: signal,
     },
-  });
-  return fromResponse(response);
+  };
 }
 
 /** Neutral history → Gemini `contents`. System messages travel separately as systemInstruction. */
@@ -144,9 +157,12 @@ function toResponseObject(content: string): Record<string, unknown> {
 
 /**
  * Reads the parts directly: the SDK's `.text` getter prints a warning whenever a reply has tool calls.
- * Every field is checked, as a server that only imitates Gemini may send anything.
+ * Every field is checked, as a server that only imitates Gemini may send anything. A streamed reply is
+ * read here too, once gemini-stream.ts has put its chunks back together.
  */
-function fromResponse(response: GenerateContentResponse): ChatResult {
+export function fromResponse(
+  response: Pick<GenerateContentResponse, 'candidates' | 'usageMetadata'>,
+): ChatResult {
   const content = response.candidates?.[0]?.content;
   const parts = Array.isArray(content?.parts) ? content.parts.filter(isPlainObject) : [];
   const text = parts
@@ -154,15 +170,16 @@ function fromResponse(response: GenerateContentResponse): ChatResult {
     .map((part) => part.text)
     .join('');
   const toolCalls: ToolCall[] = [];
+  const ids = new Set<string>();
   for (const part of parts) {
     const call: unknown = part.functionCall;
     // A call without a name can be neither run nor answered, so it is left out (and the raw then disagrees).
     if (!isPlainObject(call) || typeof call.name !== 'string' || !call.name) continue;
     const args = call.args ?? {};
     toolCalls.push({
-      // Gemini often sends no id; ours stays with the call in the history from now on.
-      id:
-        typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
+      // Ours when Gemini sent none (or repeated one); it stays with the call in the history from now on.
+      // The raw keeps Gemini's own, which toContents echoes back in the function response.
+      id: uniqueCallId(call.id, ids),
       name: call.name,
       arguments: isPlainObject(args) ? args : {},
       ...(isPlainObject(args) ? {} : { arguments_error: 'The arguments were not a JSON object.' }),
@@ -255,8 +272,10 @@ export function geminiError(error: unknown, settings: GeminiSettings): ProviderE
     });
   }
 
-  // The SDK puts the whole JSON error body in the message.
-  const body = parseJson(error.message) as { error?: GoogleErrorBody } | undefined;
+  // The SDK puts the whole JSON error body in the message; for an error sent inside a stream, after
+  // "got status: INTERNAL. ".
+  const body = parseJson(error.message.slice(Math.max(0, error.message.indexOf('{')))) as
+    { error?: GoogleErrorBody } | undefined;
   const details = body?.error?.details ?? [];
   const text = firstLine(body?.error?.message ?? error.message);
   const status = error.status;

@@ -1,8 +1,11 @@
 // Talks to OpenAI (or any OpenAI-compatible server) through Chat Completions with the openai SDK.
-import { randomBytes } from 'node:crypto';
 import OpenAI, { APIError } from 'openai';
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 import type { OpenAISettings } from '../config.ts';
+import { uniqueCallId } from './call-ids.ts';
 import { ProviderError, capitalized, firstLine, kindForStatus, parseRetryAfter } from './errors.ts';
 import {
   isPlainObject,
@@ -15,7 +18,7 @@ import {
 import { openaiProviderName } from './openai-name.ts';
 import { parseOpenAIArguments, providerRawAgrees } from './provider-raw.ts';
 
-function client(settings: OpenAISettings): OpenAI {
+export function client(settings: OpenAISettings): OpenAI {
   return new OpenAI({
     apiKey: settings.apiKey,
     baseURL: settings.baseUrl ?? 'https://api.openai.com/v1',
@@ -32,29 +35,38 @@ export async function openaiChat(
   tools: ToolDefinition[],
   signal: AbortSignal,
 ): Promise<ChatResult> {
-  const effort = reasoningEffort(settings, tools.length > 0);
   const completion = await client(settings).chat.completions.create(
-    {
-      model: settings.model,
-      messages: toOpenAIMessages(messages),
-      ...(tools.length
-        ? {
-            tools: tools.map((tool) => ({
-              type: 'function' as const,
-              function: {
-                name: tool.name,
-                description: tool.description,
-                parameters: tool.parameters,
-              },
-            })),
-          }
-        : {}),
-      ...(effort ? { reasoning_effort: effort as OpenAI.ReasoningEffort } : {}),
-    },
+    chatRequest(settings, messages, tools),
     { signal },
   );
   // The SDK's types promise a ChatCompletion, but its body is whatever the server sent (a string when not JSON).
   return fromCompletion(completion as unknown, settings);
+}
+
+/** What a chat request sends, streamed (openai-stream.ts) or not: model, history, tools, reasoning effort. */
+export function chatRequest(
+  settings: OpenAISettings,
+  messages: Message[],
+  tools: ToolDefinition[],
+): ChatCompletionCreateParamsNonStreaming {
+  const effort = reasoningEffort(settings, tools.length > 0);
+  return {
+    model: settings.model,
+    messages: toOpenAIMessages(messages),
+    ...(tools.length
+      ? {
+          tools: tools.map((tool) => ({
+            type: 'function' as const,
+            function: {
+              name: tool.name,
+              description: tool.description,
+              parameters: tool.parameters,
+            },
+          })),
+        }
+      : {}),
+    ...(effort ? { reasoning_effort: effort as OpenAI.ReasoningEffort } : {}),
+  };
 }
 
 /**
@@ -99,8 +111,11 @@ function toOpenAIMessages(messages: Message[]): ChatCompletionMessageParam[] {
   return result;
 }
 
-/** Reads a completion field by field: a server that only imitates OpenAI may send anything. */
-function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResult {
+/**
+ * Reads a completion field by field: a server that only imitates OpenAI may send anything. A streamed
+ * reply is read here too, once openai-stream.ts has put its fragments back together.
+ */
+export function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResult {
   const Provider = capitalized(openaiProviderName(settings));
   if (!isPlainObject(completion)) throw notJsonError(settings, preview(completion));
   const choice: unknown = Array.isArray(completion.choices) ? completion.choices[0] : undefined;
@@ -120,6 +135,7 @@ function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResu
     );
   }
   const toolCalls: ToolCall[] = [];
+  const ids = new Set<string>();
   for (const call of Array.isArray(raw.tool_calls) ? raw.tool_calls : []) {
     // Only function calls are ours to run; another type ('custom') stays in the raw, which then disagrees.
     if (!isPlainObject(call) || call.type !== 'function' || !isPlainObject(call.function)) continue;
@@ -127,9 +143,9 @@ function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResu
     // A call without a name can be neither run nor answered, so it is left out too.
     if (typeof name !== 'string' || !name) continue;
     toolCalls.push({
-      // Some compatible servers send no id; ours stays with the call in the history from now on.
-      id:
-        typeof call.id === 'string' && call.id ? call.id : `call_${randomBytes(8).toString('hex')}`,
+      // Ours when the server sent none (or repeated one); it stays with the call in the history from now
+      // on. The raw then disagrees and is not replayed: OpenAI needs every id to be there and unique.
+      id: uniqueCallId(call.id, ids),
       name,
       ...parseOpenAIArguments(args),
     });
@@ -171,7 +187,11 @@ function replyText(raw: Record<string, unknown>): string | undefined {
     .join('');
 }
 
-function badResponse(settings: OpenAISettings, message: string, cause?: unknown): ProviderError {
+export function badResponse(
+  settings: OpenAISettings,
+  message: string,
+  cause?: unknown,
+): ProviderError {
   return new ProviderError({
     provider: openaiProviderName(settings),
     kind: 'bad_response',

@@ -1,4 +1,4 @@
-// The fake server's Gemini side: generateContent and batchEmbedContents as @google/genai sends and reads them.
+// The fake server's Gemini side: generateContent, its stream and batchEmbedContents as @google/genai sends and reads them.
 import { randomBytes } from 'node:crypto';
 import { fakeEmbedding } from './embeddings.ts';
 import type { ScriptedError, ViewMessage } from './fake-provider.ts';
@@ -38,10 +38,15 @@ export function geminiWire(options: GeminiWireOptions): FakeWire {
   const issued = new Set<string>();
   return {
     route(path) {
-      const match = /^\/v1beta\/models\/([^:/]+):(generateContent|batchEmbedContents)$/.exec(path);
+      const match =
+        /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent|batchEmbedContents)$/.exec(
+          path,
+        );
       if (!match) return undefined;
-      return { kind: match[2] === 'generateContent' ? 'chat' : 'embed', model: match[1] };
+      return { kind: match[2] === 'batchEmbedContents' ? 'embed' : 'chat', model: match[1] };
     },
+    // The SDK asks for server-sent events (?alt=sse), one whole GenerateContentResponse each.
+    streamed: (path) => path.endsWith(':streamGenerateContent'),
     rejection: (body) => rejection(body, issued),
     view,
     render(reply, model, counter) {
@@ -50,6 +55,12 @@ export function geminiWire(options: GeminiWireOptions): FakeWire {
         : undefined;
       if (signature) issued.add(signature);
       return renderReply(reply, { model, counter, signature, ids: options.ids });
+    },
+    chunks,
+    // The signed empty part at the end comes with the last words, not after a pause of its own.
+    written: (event: any) => {
+      const part = event?.candidates?.[0]?.content?.parts?.[0];
+      return Boolean(part?.text || part?.functionCall);
     },
     embeddings(body, model) {
       const requests: any[] = body.requests ?? [];
@@ -212,6 +223,35 @@ function renderReply(
     modelVersion: model,
     responseId: `resp-${counter}`,
   };
+}
+
+/**
+ * The whole reply's parts, one per chunk, as Gemini streams them: the answer in its scripted chunks,
+ * each function call whole. A signature that sat on the answer moves to a last, empty text part, as
+ * Gemini 3 sends it when streaming. The last chunk says the reply is complete and carries the usage;
+ * there is no end marker after it.
+ */
+function chunks(whole: any, reply: ReplyToRender): unknown[] {
+  const { candidates, usageMetadata, ...rest } = whole;
+  const { content, finishReason } = candidates[0];
+  const parts: any[] = [];
+  for (const part of content.parts) {
+    if (typeof part.text !== 'string' || part.thought) {
+      parts.push(part);
+      continue;
+    }
+    const written = reply.textChunks.filter(Boolean).map((text) => ({ text }));
+    parts.push(...written);
+    if (part.thoughtSignature) parts.push({ text: '', thoughtSignature: part.thoughtSignature });
+    else if (!written.length) parts.push({ text: '' });
+  }
+  const events: any[] = parts.map((part) => ({
+    candidates: [{ content: { role: 'model', parts: [part] }, index: 0 }],
+    ...rest,
+  }));
+  events.at(-1).candidates[0].finishReason = finishReason;
+  events.at(-1).usageMetadata = usageMetadata;
+  return events;
 }
 
 /** Google's error shape, with the details our code reads: QuotaFailure (daily caps) and RetryInfo (waits). */

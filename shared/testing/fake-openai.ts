@@ -1,4 +1,4 @@
-// The fake server's OpenAI side: Chat Completions and embeddings as the openai SDK sends and reads them.
+// The fake server's OpenAI side: Chat Completions (whole or streamed) and embeddings as the openai SDK sends and reads them.
 import { fakeEmbedding } from './embeddings.ts';
 import type { ScriptedError, ViewMessage } from './fake-provider.ts';
 import {
@@ -18,9 +18,14 @@ export function openaiWire(): FakeWire {
       if (path === '/v1/embeddings') return { kind: 'embed' };
       return undefined;
     },
+    streamed: (_path, body) => body.stream === true,
     rejection,
     view,
     render: renderReply,
+    chunks,
+    // The role, finish and usage chunks and [DONE] come with the written ones, not after a pause of their own.
+    written: (event: any) =>
+      Boolean(event?.choices?.[0]?.delta?.content || event?.choices?.[0]?.delta?.tool_calls),
     embeddings(body, model) {
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
       const data = inputs.map((input, index) => {
@@ -42,7 +47,12 @@ export function openaiWire(): FakeWire {
     error: (error: ScriptedError) => ({
       error: {
         message: error.message ?? defaultErrorMessage(error.status),
-        type: error.status === 429 ? 'requests' : 'invalid_request_error',
+        type:
+          error.status === 429
+            ? 'requests'
+            : error.status >= 500
+              ? 'server_error'
+              : 'invalid_request_error',
         param: null,
         code: error.code ?? null,
       },
@@ -186,6 +196,62 @@ function renderReply(reply: ReplyToRender, model: string, counter: number) {
       total_tokens: usage.input + usage.output,
     },
   };
+}
+
+/**
+ * The whole completion as `chat.completion.chunk` events: the role first, then the text in its scripted
+ * chunks, then each tool call (its first fragment with id, type and name, the rest only arguments), the
+ * finish chunk, the usage in a chunk with no choices (only when stream_options.include_usage asks for it),
+ * and `[DONE]`.
+ */
+function chunks(whole: any, reply: ReplyToRender, body: any): unknown[] {
+  const { choices, usage, id, created, model } = whole;
+  const { message, finish_reason } = choices[0];
+  const withUsage = body.stream_options?.include_usage === true;
+  const quirks = new Set(reply.stream?.quirks);
+  const chunk = (delta: object, finish: string | null = null) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    // With include_usage, every chunk but the last says "no usage yet".
+    ...(withUsage ? { usage: null } : {}),
+  });
+  const events: unknown[] = [
+    chunk({ role: 'assistant', content: message.content === null ? null : '', refusal: null }),
+  ];
+  for (const text of reply.textChunks.filter(Boolean)) events.push(chunk({ content: text }));
+  (message.tool_calls ?? []).forEach((call: any, i: number) => {
+    const at = quirks.has('no-index') ? {} : { index: quirks.has('reused-index') ? 0 : i };
+    const [first, ...rest] = split(call.function.arguments, reply.stream?.argumentChunks ?? 1);
+    events.push(
+      chunk({
+        tool_calls: [
+          {
+            ...at,
+            id: call.id,
+            ...(quirks.has('no-type') ? {} : { type: 'function' }),
+            function: { name: call.function.name, arguments: first },
+          },
+        ],
+      }),
+    );
+    for (const piece of rest)
+      events.push(chunk({ tool_calls: [{ ...at, function: { arguments: piece } }] }));
+  });
+  events.push(chunk({}, finish_reason));
+  if (withUsage)
+    events.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage });
+  events.push('[DONE]');
+  return events;
+}
+
+/** `text` cut into `count` pieces of about the same length. */
+function split(text: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) =>
+    text.slice(Math.floor((i * text.length) / count), Math.floor(((i + 1) * text.length) / count)),
+  );
 }
 
 /** Message content is a string or, in requests, a list of parts. */

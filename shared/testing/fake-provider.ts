@@ -2,20 +2,23 @@
 //
 // Tests queue the model's replies (text, tool calls, errors), read back every request, and rely on the
 // server to reject what the real APIs reject: a tool call without its result, a result without its
-// call, and on Gemini a current-turn function call that lost its thought signature. This file is the
-// server and the queue; each wire format lives in its own file (fake-gemini.ts, fake-openai.ts).
+// call, and on Gemini a current-turn function call that lost its thought signature. A reply is sent
+// whole or, when the request asks for a stream, as server-sent events the way each API streams it.
+// This file is the server and the queue; each wire format lives in its own file (fake-gemini.ts, fake-openai.ts).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlmSettings, ProviderName } from '../config.ts';
 import { geminiWire } from './fake-gemini.ts';
 import { openaiWire } from './fake-openai.ts';
-import type { FakeWire } from './fake-wire.ts';
+import type { FakeWire, ReplyToRender } from './fake-wire.ts';
 
 export type { ProviderName };
 
 /** One scripted model reply, written once and rendered in whichever wire format was asked for. */
 export interface ScriptedReply {
-  text?: string;
+  /** The answer. As a list: the chunks it streams in, one per event (a whole reply joins them). */
+  text?: string | string[];
   /** A thought summary part before the answer (Gemini only); the answer text must not include it. */
   thought?: string;
   /** `arguments` as a string is sent verbatim (OpenAI), to imitate a model writing malformed JSON. */
@@ -31,7 +34,39 @@ export interface ScriptedReply {
   /** The server waits for this before answering: lets a test act while a request is in flight. */
   gate?: Promise<unknown>;
   usage?: { input: number; output: number };
+  /** How the reply streams; only `paceMs` also applies to a whole reply. */
+  stream?: ScriptedStream;
 }
+
+interface ScriptedStream {
+  /**
+   * Milliseconds between two chunks of what the model writes (text, calls; the other chunks follow at
+   * once), as a model writing. A whole reply comes when its last chunk would have.
+   */
+  paceMs?: number;
+  /** OpenAI: every call's arguments arrive in this many fragments (default 1: each call whole). */
+  argumentChunks?: number;
+  /** OpenAI: what some compatible servers do differently (see fake-openai.ts). */
+  quirks?: OpenAIQuirk[];
+  /** Something that goes wrong once `after` chunks have been sent. */
+  fault?: StreamFault;
+  /** These events are sent verbatim instead (objects as JSON), for chunks the fields above cannot express. */
+  events?: unknown[];
+}
+
+/**
+ * Ollama has left out a tool call's `index` (ollama #7881) and given every call of a parallel batch
+ * index 0 (#15457); vLLM has left out its `type` (vllm #16340).
+ */
+export type OpenAIQuirk = 'no-index' | 'reused-index' | 'no-type';
+
+type StreamFault =
+  /** An error event in the provider's own shape, then the end of the stream. */
+  | { after: number; error: ScriptedError }
+  /** The connection is cut. */
+  | { after: number; drop: true }
+  /** Nothing more is sent until the promise settles: never, for a promise that never does. */
+  | { after: number; stall: Promise<unknown> };
 
 export interface ScriptedError {
   status: number;
@@ -80,8 +115,10 @@ export interface ReceivedRequest {
   status: number;
   /** Our answer's error message, when we rejected the request. */
   rejection?: string;
-  /** True when the client hung up before we answered (e.g. Ctrl-C). */
+  /** True when the client hung up before we answered (e.g. Ctrl-C), or we cut a stream. */
   aborted: boolean;
+  /** True when the request asked for a streamed reply. */
+  stream: boolean;
 }
 
 export interface FakeProviderOptions {
@@ -167,6 +204,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       body,
       status: 0,
       aborted: false,
+      stream: route.kind === 'chat' && wire.streamed(url.pathname, body),
     };
     requests.push(record);
     res.on('close', () => {
@@ -207,16 +245,24 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     }
     record.status = 200;
     counter++;
-    send(
-      res,
-      200,
-      reply.body ??
-        wire.render(
-          { ...reply, usage: reply.usage ?? estimatedUsage(rawBody, reply) },
-          model,
-          counter,
-        ),
-    );
+    if (reply.body !== undefined) return send(res, 200, reply.body);
+    // One rendering, sent whole or split into chunks: the same content either way.
+    const text = Array.isArray(reply.text) ? reply.text.join('') : reply.text;
+    const ready: ReplyToRender = {
+      ...reply,
+      text,
+      textChunks: Array.isArray(reply.text) ? reply.text : text === undefined ? [] : [text],
+      usage:
+        reply.usage ??
+        estimatedUsage(rawBody, (text ?? '') + JSON.stringify(reply.tool_calls ?? [])),
+    };
+    const whole = wire.render(ready, model, counter);
+    const events = reply.stream?.events ?? wire.chunks(whole, ready, body);
+    if (record.stream) return sendStream(res, events, reply.stream, wire);
+    // A paced whole reply takes as long as its stream would: a model writes it either way.
+    const written = events.filter((event) => wire.written(event)).length;
+    if (reply.stream?.paceMs) await sleep(reply.stream.paceMs * Math.max(0, written - 1));
+    send(res, 200, whole);
   });
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -283,6 +329,46 @@ function readBody(req: http.IncomingMessage): Promise<string> {
   });
 }
 
+/** Sends a streamed reply as server-sent events, `data: <json>` each, with the scripted pacing and fault. */
+async function sendStream(
+  res: http.ServerResponse,
+  events: unknown[],
+  script: ScriptedStream = {},
+  wire: FakeWire,
+): Promise<void> {
+  // The headers go out at once, before the first chunk, as a streaming API sends them.
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.flushHeaders();
+  // Each event is handed to the network before the next step, so a connection cut after it still delivers it.
+  const write = (event: unknown) =>
+    new Promise<void>((resolve) =>
+      res.write(`data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`, () =>
+        resolve(),
+      ),
+    );
+  const { fault, paceMs } = script;
+  const startedAt = Date.now();
+  let written = 0;
+  for (let sent = 0; sent <= events.length; sent++) {
+    if (fault?.after === sent) {
+      if ('drop' in fault) return void res.destroy();
+      if ('error' in fault) {
+        await write(wire.error(fault.error));
+        return void res.end();
+      }
+      await fault.stall;
+    }
+    if (sent === events.length) break;
+    // Each written chunk at its time from the start: timers run late, and a delay per chunk would add that up.
+    if (paceMs && wire.written(events[sent]))
+      await sleep(Math.max(0, startedAt + written++ * paceMs - Date.now()));
+    // The client went away (Ctrl-C, or it gave up on a stall): stop writing.
+    if (res.destroyed) return;
+    await write(events[sent]);
+  }
+  res.end();
+}
+
 /** A string payload goes out as it is (a scripted body that is not JSON); anything else as JSON. */
 function send(
   res: http.ServerResponse,
@@ -299,10 +385,6 @@ function send(
  * Token counts when a test scripts none: about four characters per token, the usual rule of thumb for
  * English and JSON, so characters-per-token figures computed from the fake look like real ones.
  */
-function estimatedUsage(
-  requestBody: string,
-  reply: ScriptedReply,
-): { input: number; output: number } {
-  const written = (reply.text ?? '') + JSON.stringify(reply.tool_calls ?? []);
+function estimatedUsage(requestBody: string, written: string): { input: number; output: number } {
   return { input: Math.ceil(requestBody.length / 4), output: Math.ceil(written.length / 4) };
 }

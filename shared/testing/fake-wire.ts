@@ -8,8 +8,15 @@ interface FakeRoute {
   model?: string;
 }
 
-/** A scripted reply ready to render: its token counts are always known (estimated when not scripted). */
-export type ReplyToRender = ScriptedReply & { usage: { input: number; output: number } };
+/**
+ * A scripted reply ready to render: its text joined, with the chunks it streams in, and its token counts
+ * always known (estimated when not scripted).
+ */
+export type ReplyToRender = Omit<ScriptedReply, 'text'> & {
+  text?: string;
+  textChunks: string[];
+  usage: { input: number; output: number };
+};
 
 /** One provider's side of the fake: fake-gemini.ts and fake-openai.ts implement it. */
 export interface FakeWire {
@@ -19,8 +26,14 @@ export interface FakeWire {
   rejection(body: any): string | undefined;
   /** The chat request read into provider-neutral terms (only called once `rejection` found nothing). */
   view(body: any): ChatView;
+  /** Whether a chat request asks for a streamed reply: Gemini says so in the path, OpenAI in the body. */
+  streamed(path: string, body: any): boolean;
   /** The 200 body answering a chat request with a scripted reply (its usage filled in); `counter` numbers the replies. */
   render(reply: ReplyToRender, model: string, counter: number): unknown;
+  /** The events that stream `whole` (what `render` returned), one chunk each, in the order the API sends them. */
+  chunks(whole: any, reply: ReplyToRender, body: any): unknown[];
+  /** Whether an event carries what the model writes (text, a call): only those take time when paced. */
+  written(event: unknown): boolean;
   /** The 200 body answering an embeddings request. */
   embeddings(body: any, model: string): unknown;
   /** An error body in the provider's own shape. */

@@ -138,3 +138,165 @@ describe('scripted bodies', () => {
     },
   );
 });
+
+/** A streamed answer as it comes over the wire: the content type and each event's `data:`, in order. */
+async function postStream(path: string, body: unknown) {
+  const response = await fetch(`${fake.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  const events = text
+    .split('\n\n')
+    .filter(Boolean)
+    .map((event) => event.replace(/^data: /, ''));
+  return { status: response.status, type: response.headers.get('content-type'), text, events };
+}
+
+const openaiStream = {
+  model: 'gpt-fake',
+  messages: [{ role: 'user', content: 'Hi' }],
+  stream: true,
+};
+const geminiStream = '/v1beta/models/gemini-fake:streamGenerateContent?alt=sse';
+
+describe('streamed replies', () => {
+  it('OpenAI: chunks, the finish chunk, usage in a chunk without choices only when asked for, then [DONE]', async () => {
+    const reply = { text: ['Hel', 'lo'], usage: { input: 3, output: 1 } };
+    fake.reply(reply, reply);
+    const plain = await postStream('/v1/chat/completions', openaiStream);
+    expect(plain.type).toBe('text/event-stream');
+    expect(plain.events.at(-1)).toBe('[DONE]');
+    const chunks = plain.events.slice(0, -1).map((event) => JSON.parse(event));
+    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
+    expect(chunks.map((chunk) => chunk.choices[0].delta)).toEqual([
+      { role: 'assistant', content: '', refusal: null },
+      { content: 'Hel' },
+      { content: 'lo' },
+      {},
+    ]);
+    expect(chunks.map((chunk) => chunk.choices[0].finish_reason)).toEqual([
+      null,
+      null,
+      null,
+      'stop',
+    ]);
+    expect(chunks.some((chunk) => 'usage' in chunk)).toBe(false);
+
+    const withUsage = await postStream('/v1/chat/completions', {
+      ...openaiStream,
+      stream_options: { include_usage: true },
+    });
+    const last = JSON.parse(withUsage.events.at(-2)!);
+    expect(last).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+    });
+    expect(withUsage.events.slice(0, -2).map((event) => JSON.parse(event).usage)).toEqual([
+      null,
+      null,
+      null,
+      null,
+    ]);
+  });
+
+  it('OpenAI: tool calls in fragments by index, and each compatible-server quirk changes only itself', async () => {
+    const calls = [
+      { name: 'get_order_status', arguments: { order_id: 1 }, id: 'call_1' },
+      { name: 'get_order_status', arguments: { order_id: 2 }, id: 'call_2' },
+    ];
+    const fragments = async (stream: object) => {
+      fake.reply({ tool_calls: calls, stream });
+      const { events } = await postStream('/v1/chat/completions', openaiStream);
+      return events
+        .slice(0, -1)
+        .flatMap((event) => JSON.parse(event).choices[0].delta.tool_calls ?? []);
+    };
+    expect(await fragments({ argumentChunks: 2 })).toEqual([
+      {
+        index: 0,
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'get_order_status', arguments: '{"order' },
+      },
+      { index: 0, function: { arguments: '_id":1}' } },
+      {
+        index: 1,
+        id: 'call_2',
+        type: 'function',
+        function: { name: 'get_order_status', arguments: '{"order' },
+      },
+      { index: 1, function: { arguments: '_id":2}' } },
+    ]);
+    expect((await fragments({ quirks: ['reused-index'] })).map((f: any) => f.index)).toEqual([
+      0, 0,
+    ]);
+    const bare = await fragments({ quirks: ['no-index', 'no-type'] });
+    expect(bare.map((f: any) => Object.keys(f))).toEqual([
+      ['id', 'function'],
+      ['id', 'function'],
+    ]);
+  });
+
+  it('Gemini: one whole response per event from :streamGenerateContent, the last one complete, no end marker', async () => {
+    fake.reply({ text: ['Hel', 'lo'], usage: { input: 3, output: 1 } });
+    const { type, events } = await postStream(geminiStream, {
+      contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
+    });
+    expect(type).toBe('text/event-stream');
+    const chunks = events.map((event) => JSON.parse(event));
+    expect(chunks.map((chunk) => chunk.candidates[0].content.parts)).toEqual([
+      [{ text: 'Hel' }],
+      [{ text: 'lo' }],
+      // The signature of a reply without calls, on a last empty part, as Gemini 3 streams it.
+      [{ text: '', thoughtSignature: expect.stringMatching(/^sig-/) }],
+    ]);
+    expect(chunks.map((chunk) => chunk.candidates[0].finishReason)).toEqual([
+      undefined,
+      undefined,
+      'STOP',
+    ]);
+    expect(chunks.at(-1).usageMetadata).toEqual({
+      promptTokenCount: 3,
+      candidatesTokenCount: 1,
+      totalTokenCount: 4,
+    });
+  });
+
+  it.each([
+    ['gemini', geminiStream, { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] }],
+    ['openai', '/v1/chat/completions', openaiStream],
+  ])(
+    '%s: an error in the middle of the stream is an event in the provider’s error shape, then the end',
+    async (provider, path, request) => {
+      fake.reply({ text: ['Hel', 'lo'], stream: { fault: { after: 1, error: { status: 503 } } } });
+      const { status, events } = await postStream(path, request);
+      expect(status).toBe(200);
+      expect(events).toHaveLength(2);
+      const { error } = JSON.parse(events[1]);
+      expect(error).toMatchObject(
+        provider === 'gemini'
+          ? {
+              code: 503,
+              status: 'UNAVAILABLE',
+              message: 'The model is overloaded. Please try again later.',
+            }
+          : { type: 'server_error', message: 'The model is overloaded. Please try again later.' },
+      );
+    },
+  );
+
+  it('refuses a streamed request the real API would refuse with a 400 in JSON, not a stream', async () => {
+    const { status, type, text } = await postStream('/v1/chat/completions', {
+      ...openaiStream,
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: null, tool_calls: [functionCall] },
+      ],
+    });
+    expect(status).toBe(400);
+    expect(type).toMatch(/^application\/json/);
+    expect(JSON.parse(text).error.message).toMatch(/did not have response messages: call_fn$/);
+  });
+});

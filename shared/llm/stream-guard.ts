@@ -1,0 +1,106 @@
+// What reading a streamed reply needs beyond the SDKs: noticing a stream that stops sending, and telling a reply that broke off from one that was cancelled.
+import { ProviderError, capitalized } from './errors.ts';
+
+interface StreamGuard {
+  /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */
+  signal: AbortSignal;
+  /** The stream's chunks, watched: the stall countdown starts again at each one, and a stall ends them. */
+  chunks<T>(stream: AsyncIterable<T>): AsyncGenerator<T>;
+  /** Why the chunks ended before the reply was complete: the stream stalled, never began, or was closed early. */
+  incomplete(): ProviderError;
+}
+
+/**
+ * Guards one attempt's stream. `signal` is the attempt's own (Ctrl-C and the deadline, from withRetries).
+ * `readError` turns a failure while reading into what the attempt should throw: the provider's own error
+ * (an error sent inside the stream), or `brokeOff` for a connection that dropped.
+ */
+export function guardStream(
+  signal: AbortSignal,
+  stallMs: number,
+  provider: string,
+  readError: (error: unknown) => unknown,
+): StreamGuard {
+  const stall = new AbortController();
+  let received = 0;
+  return {
+    signal: AbortSignal.any([signal, stall.signal]),
+    async *chunks(stream) {
+      // Started by the first chunk, not before: a reasoning model may think in silence for minutes before
+      // it writes anything, and the deadline bounds that wait. Between chunks, silence means trouble.
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        for await (const chunk of stream) {
+          received++;
+          clearTimeout(timer);
+          timer = setTimeout(() => stall.abort(), stallMs);
+          yield chunk;
+        }
+      } catch (error) {
+        // Ctrl-C or the deadline: withRetries knows which and says so.
+        if (signal.aborted) throw error;
+        // A stall only matters if the reply is not complete yet (incomplete() says so): both SDKs read
+        // on after the last chunk until the connection closes, and a server may keep it open.
+        if (!stall.signal.aborted) throw readError(error);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    incomplete() {
+      if (stall.signal.aborted) return stalled(provider, stallMs);
+      return received ? endedEarly(provider) : notAStream(provider);
+    },
+  };
+}
+
+/**
+ * A stream that began well and then failed: the connection dropped (fetch reports it as a TypeError whose
+ * cause says why), or what arrived could not be read as chunks.
+ */
+export function brokeOff(provider: string, error: unknown): ProviderError {
+  const Provider = capitalized(provider);
+  if (error instanceof TypeError && error.cause !== undefined) {
+    const cause = error.cause as { code?: string; message?: string };
+    return new ProviderError({
+      provider,
+      kind: 'connection',
+      message: `${Provider}'s reply broke off: the connection dropped (${cause.code ?? cause.message}).`,
+      cause: error,
+    });
+  }
+  return new ProviderError({
+    provider,
+    kind: 'bad_response',
+    message: `${Provider}'s streamed reply could not be read (${(error as Error)?.message}).`,
+    cause: error,
+  });
+}
+
+/** The stream ended cleanly, but before the chunk that says the reply is complete. */
+function endedEarly(provider: string): ProviderError {
+  return new ProviderError({
+    provider,
+    kind: 'connection',
+    message: `${capitalized(provider)}'s reply broke off: the stream ended before the reply was complete.`,
+  });
+}
+
+/**
+ * Not one chunk: the openai SDK finds no events in a body that is not a stream (a server or proxy that
+ * ignores `stream: true` and sends the whole reply as JSON) and just ends. Asking again will not help.
+ */
+function notAStream(provider: string): ProviderError {
+  return new ProviderError({
+    provider,
+    kind: 'bad_response',
+    message: `${capitalized(provider)} answered, but not with a stream: not one chunk arrived. It may not support streaming.`,
+  });
+}
+
+function stalled(provider: string, stallMs: number): ProviderError {
+  return new ProviderError({
+    provider,
+    kind: 'timeout',
+    message: `${capitalized(provider)} stopped sending in the middle of its reply: nothing arrived for ${stallMs / 1000} s.`,
+  });
+}
