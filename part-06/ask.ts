@@ -4,10 +4,16 @@ import { ensureLogDir, llmSettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { QuestionTooLong, runAgent } from './agent.ts';
+import { conversationId } from './conversation-id.ts';
 import { describeIndexStatus, indexStatus } from './embedding-index.ts';
-import { findConversation, newConversation, parseConversationId } from './memory.ts';
+import { findConversation, newConversation } from './memory.ts';
 import { describeCustomer, signIn } from './session.ts';
+import { memoryBudget } from './settings.ts';
 import { ensureDatabase } from './setup-database.ts';
+// Going further: the store and the lock that make a question survive real use, as in chat.ts.
+import { withConversationLock } from './going-further/conversation-lock.ts';
+import { hardenedStore } from './going-further/hardened-store.ts';
+import { describeDamage } from './going-further/stored-history.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
 
@@ -27,12 +33,13 @@ await runMain(async () => {
   const requested =
     values.conversation === undefined
       ? undefined
-      : parseConversationId(values.conversation, '--conversation');
+      : conversationId(values.conversation, '--conversation');
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
-  // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
+  // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
   const llm = llmSettings();
-  ensureLogDir();
+  const logDir = ensureLogDir();
+  const budget = memoryBudget();
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   if (!values.quiet)
@@ -50,7 +57,19 @@ await runMain(async () => {
 
   let result;
   try {
-    result = await runAgent(question, { customer, conversation }, { llm, quiet: values.quiet });
+    const store = hardenedStore(budget, {
+      onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+    });
+    const options = { llm, logDir, store, quiet: values.quiet };
+    const onWait = () =>
+      console.error(
+        dim('(Waiting for another question in this conversation to finish…)', process.stderr),
+      );
+    result = await withConversationLock(
+      conversation.id,
+      () => runAgent(question, customer, conversation, options),
+      { onWait },
+    );
   } catch (error) {
     if (error instanceof QuestionTooLong) throw new UsageError(error.message);
     throw error;
@@ -75,5 +94,6 @@ await runMain(async () => {
     );
   }
   // A fallback apology is still printed for the customer, but scripts should see that something failed.
-  return result.outcome === 'api_error' || result.saveError ? 1 : 0;
+  if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
+  return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
 }, USAGE);

@@ -9,9 +9,10 @@ import { closePool, connectionOptions, explainDatabaseError } from '../shared/db
 import { commandFor } from '../shared/hints.ts';
 import type { Message } from '../shared/llm/index.ts';
 import { printable, printableJson } from '../shared/text.ts';
-import { buildContext, MEMORY_MAX_CHARS } from './context.ts';
-import { loadContext } from './load-context.ts';
-import { loadMessages, newConversation, saveMessages, type StoredMessage } from './memory.ts';
+import { buildContext, type MemoryBudget } from './context.ts';
+import { loadMessages, newConversation, type Conversation, type StoredMessage } from './memory.ts';
+import { memoryBudget } from './settings.ts';
+import { hardenedStore } from './going-further/hardened-store.ts';
 import { splitSqlStatements } from './split-sql.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]')}
@@ -33,6 +34,8 @@ await runMain(async () => {
       `--runs must be a whole number of at least 5 (got "${printable(values.runs, { singleLine: true })}").`,
     );
   const runs = Number(values.runs);
+  // The budget the chat would use: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS from .env, or the defaults.
+  const budget = memoryBudget();
   const log = values.json ? () => {} : (line: string) => console.error(line);
 
   const database = `nimbus_bench_${Date.now().toString(36)}`;
@@ -63,21 +66,22 @@ await runMain(async () => {
       "INSERT INTO customers (id, name, email) VALUES (1, 'Bench Customer', 'bench@example.com')",
     );
 
+    // The store chat.ts uses, against the plain version: every message read, then trimmed.
+    const store = hardenedStore(budget);
     const sizes = [];
     for (const turns of SIZES) {
       log(`Filling a conversation of ${turns} turns…`);
       const conversation = newConversation(1);
-      await saveMessages(conversation, [{ message: { role: 'user', content: 'first' } }]);
       const id = conversation.id;
-      await fillConversation(admin, id, turns);
+      await fillConversation(admin, conversation, turns);
       // Warm up the connection pool and MySQL's buffer pool before measuring.
-      for (let i = 0; i < 3; i++) await loadContext(id);
-      const load = await timeRuns(runs, () => loadContext(id));
+      for (let i = 0; i < 3; i++) await store.loadContext(conversation);
+      const load = await timeRuns(runs, () => store.loadContext(conversation));
       const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () =>
-        buildContext(await loadMessages(id)),
+        buildContext(await loadMessages(id), budget),
       );
       const save = await timeRuns(runs, () =>
-        saveMessages(
+        store.saveStep(
           conversation,
           realisticTurn(turns).map((message) => ({ message })),
         ),
@@ -98,7 +102,8 @@ await runMain(async () => {
     const charsFullHistory: number[] = [];
     for (let t = 0; t < 30; t++) {
       const question: Message = { role: 'user', content: questionText(t) };
-      charsPerRequest.push(JSON.stringify([...buildContext(history).messages, question]).length);
+      const context = buildContext(history, budget);
+      charsPerRequest.push(JSON.stringify([...context.messages, question]).length);
       charsFullHistory.push(JSON.stringify([...history, question]).length);
       history.push(...realisticTurn(t));
     }
@@ -108,8 +113,8 @@ await runMain(async () => {
       chars_per_request: charsPerRequest,
       chars_full_history: charsFullHistory,
     };
-    if (values.json) console.log(printableJson(report));
-    else printTable(report, runs);
+    if (values.json) console.log(printableJson({ budget, ...report }));
+    else printTable(report, runs, budget);
   } finally {
     await closePool();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
@@ -171,12 +176,24 @@ function questionText(t: number): string {
 }
 
 /** Inserts many turns quickly (500 rows per statement); the save itself is measured separately. */
-async function fillConversation(db: mysql.Connection, id: string, turns: number): Promise<void> {
+async function fillConversation(
+  db: mysql.Connection,
+  conversation: Conversation,
+  turns: number,
+): Promise<void> {
+  await db.query('INSERT INTO conversations (id, customer_id) VALUES (?, ?)', [
+    conversation.id,
+    conversation.customerId,
+  ]);
+  conversation.saved = true;
   let rows: unknown[][] = [];
+  let seq = 0;
   for (let t = 0; t < turns; t++) {
-    for (const message of realisticTurn(t)) rows.push([id, message.role, JSON.stringify(message)]);
+    for (const message of realisticTurn(t)) {
+      rows.push([conversation.id, ++seq, message.role, JSON.stringify(message)]);
+    }
     if (rows.length >= 500 || t === turns - 1) {
-      await db.query('INSERT INTO messages (conversation_id, role, data) VALUES ?', [rows]);
+      await db.query('INSERT INTO messages (conversation_id, seq, role, data) VALUES ?', [rows]);
       rows = [];
     }
   }
@@ -208,6 +225,7 @@ function printTable(
     chars_full_history: number[];
   },
   runs: number,
+  budget: MemoryBudget,
 ) {
   console.log(`Memory cost per question (${runs} runs each; ms)`);
   console.log('   turns   load+build median   p95   save median   full load+build median');
@@ -217,7 +235,7 @@ function printTable(
     );
   }
   console.log(
-    `\nCharacters sent per request over a 30-turn conversation (budget MEMORY_MAX_CHARS = ${MEMORY_MAX_CHARS}; ~4 chars per token)`,
+    `\nCharacters sent per request over a 30-turn conversation (budget ${budget.maxChars} chars, the last ${budget.recentTurns} turns full; ~4 chars per token)`,
   );
   console.log('   turn   with buildContext   full history');
   report.chars_per_request.forEach((chars, i) => {

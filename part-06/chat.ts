@@ -1,29 +1,41 @@
-// Chat with Nimbus in the terminal. Every step is saved in MySQL, so a conversation can be resumed later.
-import readline from 'node:readline';
+// Chat with Nimbus in the terminal: answers appear as they are written, and every step is saved, so a conversation can be resumed.
 import { dim, parseFlags, runMain } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings, type LlmSettings } from '../shared/config.ts';
-import { DatabaseError } from '../shared/db.ts';
+import { ensureLogDir, llmSettings } from '../shared/config.ts';
+import { DatabaseCancelled, DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
-import { ProviderError } from '../shared/llm/index.ts';
 import { printable } from '../shared/text.ts';
-import { QuestionTooLong, runAgent, TurnCancelled, type Session } from './agent.ts';
-import { buildIndex, describeIndexStatus, indexStatus } from './embedding-index.ts';
 import {
-  ConversationDeleted,
-  findConversation,
-  newConversation,
-  parseConversationId,
-} from './memory.ts';
-import { progressBar } from './progress-bar.ts';
-import { describeCustomer, signIn } from './session.ts';
+  QuestionTooLong,
+  runAgent,
+  TurnCancelled,
+  type AgentOptions,
+  type AgentResult,
+} from './agent.ts';
+import { conversationId } from './conversation-id.ts';
+import { findConversation, newConversation, type Conversation } from './memory.ts';
+import { describeCustomer, signIn, type Customer } from './session.ts';
+import { memoryBudget } from './settings.ts';
 import { ensureDatabase } from './setup-database.ts';
+// Going further: what makes the chat survive real use, wired in here and nowhere else.
+import { withConversationLock } from './going-further/conversation-lock.ts';
+import { ConversationDeleted, hardenedStore } from './going-further/hardened-store.ts';
+import { offerToBuildIndex } from './going-further/index-offer.ts';
+import { LineInput } from './going-further/line-input.ts';
+import { describeDamage } from './going-further/stored-history.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
 Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every exchange is saved;
 continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
-leave. Ctrl-C cancels the question Nimbus is working on; at an empty prompt it leaves.
---quiet hides the step-by-step trace lines.`;
+leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed meanwhile); at an
+empty prompt it leaves. --quiet hides the step-by-step trace lines.`;
+
+/** Everything a question needs besides its text: who asks, where, and how the agent runs. */
+interface Chat {
+  customer: Customer;
+  conversation: Conversation;
+  options: AgentOptions;
+}
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -34,10 +46,11 @@ await runMain(async () => {
     },
   });
   const resume =
-    values.resume === undefined ? undefined : parseConversationId(values.resume, '--resume');
-  // Settings first: a missing key or a bad LOG_DIR is said before anything is created or asked.
+    values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
+  // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
   const llm = llmSettings();
-  ensureLogDir();
+  const logDir = ensureLogDir();
+  const budget = memoryBudget();
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -49,169 +62,128 @@ await runMain(async () => {
     conversation = newConversation(customer.id);
     console.log(`New conversation ${conversation.id}`);
   }
-  const session: Session = { customer, conversation };
-  // One line reader for the whole chat: on a terminal, two in turn would both see the same keystrokes.
-  const rl = process.stdin.isTTY
-    ? readline.createInterface({ input: process.stdin, output: process.stdout, prompt: 'You: ' })
-    : undefined;
-  await checkSearchIndex(llm, rl);
+  const store = hardenedStore(budget, {
+    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+  });
+  const chat: Chat = {
+    customer,
+    conversation,
+    options: { llm, logDir, store, quiet: values.quiet },
+  };
+  const lines = new LineInput();
+  await offerToBuildIndex(llm, lines);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
+  await chatLoop(chat, lines);
 
-  await chatLoop(session, llm, values.quiet ?? false, rl);
-  // Nothing is stored until the first answer, so only then is there something to resume; and only by
-  // the same customer, so a --customer given now belongs in the command too.
+  // Nothing is stored until the first answer, so only then is there something to resume; and only
+  // by the same customer, so a --customer given now belongs in the command too.
   const as =
     values.customer === undefined
       ? ''
       : ` --customer=${printable(customer.email, { singleLine: true })}`;
-  console.log(
-    session.conversation.saved
-      ? `Bye! Resume later with: ${commandFor(import.meta.url, `--resume=${session.conversation.id}${as}`)}`
-      : 'Bye!',
-  );
+  const resumeWith = commandFor(import.meta.url, `--resume=${chat.conversation.id}${as}`);
+  console.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
 }, USAGE);
 
-/** The chat itself: `rl` reads a terminal; without one (piped input) lines are read straight from stdin. */
-async function chatLoop(
-  session: Session,
-  llm: LlmSettings,
-  quiet: boolean,
-  rl: readline.Interface | undefined,
-): Promise<void> {
-  const interactive = rl !== undefined;
-  const lines = rl ?? pipedLines(process.stdin);
-  const prompt = () => (rl ? rl.prompt() : process.stdout.write('You: '));
+/** Reads questions until exit, Ctrl-D or the end of the input; Ctrl-C cancels the one in progress. */
+async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
   let working: AbortController | undefined;
-  let leftByTyping = false;
-
-  // Ctrl-C: cancel the question in progress; clear a half-typed line; at an empty prompt, leave.
-  const onInterrupt = () => {
-    if (working) working.abort();
-    else if (rl?.line) {
-      rl.write(null, { ctrl: true, name: 'e' });
-      rl.write(null, { ctrl: true, name: 'u' });
-    } else if (rl) rl.close();
-    else process.stdin.destroy();
-  };
-  rl?.on('SIGINT', onInterrupt); // Ctrl-C typed in a terminal
-  process.on('SIGINT', onInterrupt); // a SIGINT signal, e.g. when the input is piped from a file
-
+  lines.setInterruptHandler(() => {
+    if (!working) return false;
+    working.abort();
+    const dropped = lines.dropWaiting();
+    if (dropped)
+      console.log(dim(`(Dropped ${dropped} line${dropped === 1 ? '' : 's'} typed meanwhile.)`));
+    return true;
+  });
   try {
-    prompt();
-    // Lines typed (or piped) while Nimbus works wait in the iterator's queue until the loop asks for them.
-    for await (const line of lines) {
+    for (let line = await lines.next(); line !== undefined; line = await lines.next()) {
       const question = line.trim();
-      if (!question) {
-        if (interactive) prompt();
-        continue;
-      }
-      // A piped line is not echoed by the terminal: print it, so the output reads like a session.
-      if (!interactive) console.log(printable(line));
-      if (/^(exit|quit)$/i.test(question)) {
-        leftByTyping = true;
-        break;
-      }
+      if (/^(exit|quit)$/i.test(question)) return;
+      if (!question) continue;
       working = new AbortController();
       try {
-        await ask(question, session, llm, quiet, working.signal);
+        await ask(question, chat, working.signal);
       } finally {
         working = undefined;
       }
-      prompt();
     }
+    console.log(); // Ctrl-D or Ctrl-C left the cursor after "You: "
   } finally {
-    rl?.close();
-    process.off('SIGINT', onInterrupt);
+    lines.close();
   }
-  // Ctrl-D or Ctrl-C leave the cursor after "You: ".
-  if (!leftByTyping) console.log();
 }
 
-/** One question. Whatever goes wrong with it is said in one line and the chat goes on, except a setup problem. */
-async function ask(
-  question: string,
-  session: Session,
-  llm: LlmSettings,
-  quiet: boolean,
-  signal: AbortSignal,
-): Promise<void> {
+/** One question. What goes wrong with it is said in one line and the chat goes on, except a setup problem. */
+async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<void> {
+  const out = answerPrinter();
+  const onWait = () =>
+    console.error(
+      dim(
+        '(Waiting for another window to finish its question in this conversation…)',
+        process.stderr,
+      ),
+    );
   try {
-    const result = await runAgent(question, session, { llm, quiet, signal });
-    console.log(`Nimbus: ${printable(result.answer)}\n`);
-    if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
+    const options = { ...chat.options, signal, onText: out.text, onTraceLine: out.traceLine };
+    const result = await withConversationLock(
+      chat.conversation.id,
+      () => runAgent(question, chat.customer, chat.conversation, options),
+      { signal, onWait },
+    );
+    out.finish(result);
   } catch (error) {
+    out.breakLine();
     if (error instanceof ConversationDeleted) {
-      session.conversation = newConversation(session.customer.id);
-      console.log(`${error.message} Continuing in a new conversation: ${session.conversation.id}`);
-      return ask(question, session, llm, quiet, signal);
+      chat.conversation = newConversation(chat.customer.id);
+      console.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
+      return ask(question, chat, signal);
     }
+    if (error instanceof DatabaseCancelled) error = new TurnCancelled('nothing'); // Ctrl-C while waiting
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
-    // ConversationBusy is a DatabaseError too: another window is answering in this conversation.
-    else if (error instanceof QuestionTooLong || error instanceof DatabaseError)
+    // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
+    else if (error instanceof QuestionTooLong || error instanceof DatabaseError) {
       console.error(`${printable(error.message)}\n`);
+    }
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
   }
 }
 
-/** Lines of piped input, split at "\n" only: a carriage return inside a line stays in it (readline would split there). */
-async function* pipedLines(input: NodeJS.ReadStream): AsyncGenerator<string> {
-  input.setEncoding('utf8');
-  let buffer = '';
-  try {
-    for await (const chunk of input) {
-      buffer += chunk;
-      for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
-        yield buffer.slice(0, end).replace(/\r$/, '');
-        buffer = buffer.slice(end + 1);
-      }
-    }
-  } catch (error) {
-    // Ctrl-C at an empty prompt closes the input: that is the end of the chat, not an error.
-    if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
-    return;
-  }
-  if (buffer) yield buffer.replace(/\r$/, '');
-}
-
 /**
- * Says once if help-center search will fall back to keywords (index missing, partial or built by
- * another model), with the command that fixes it; on a terminal, offers to build it right now.
- * Ctrl-C skips the offer, or stops the build (what is embedded so far is kept).
+ * Prints an answer as it streams in, after "Nimbus: ", escaped like everything from a model (each
+ * character on its own, so an escape sequence split across two pieces is still made visible). The
+ * trace's lines get lines of their own around it. (A function, not a class: the chat above runs
+ * before a class declared down here would exist.)
  */
-async function checkSearchIndex(
-  llm: LlmSettings,
-  rl: readline.Interface | undefined,
-): Promise<void> {
-  const command = commandFor(new URL('./build-index.ts', import.meta.url));
-  const problem = describeIndexStatus(await indexStatus(llm.embeddingModel), command);
-  if (!problem) return;
-  console.log(dim(problem));
-  if (!rl) return;
-  const controller = new AbortController();
-  const onInterrupt = () => controller.abort();
-  rl.on('SIGINT', onInterrupt);
-  try {
-    const answer = await new Promise<string>((resolve) => {
-      controller.signal.addEventListener('abort', () => resolve(''));
-      rl.question('Build it now? [y/N] ', { signal: controller.signal }, resolve);
-    });
-    if (!/^y(es)?$/i.test(answer.trim())) return void (controller.signal.aborted && console.log());
-    const bar = progressBar('Embedding the help center:');
-    await buildIndex(llm, {
-      onProgress: (progress) => progress.total > 0 && bar(progress),
-      signal: controller.signal,
-    });
-    if (controller.signal.aborted)
-      console.log(`\nStopped; what is embedded so far is kept. Finish later with: ${command}`);
-  } catch (error) {
-    if (!(error instanceof ProviderError)) throw error;
-    const why =
-      error.kind === 'aborted' ? 'stopped' : printable(error.message, { singleLine: true });
-    console.log(
-      `\nThe index is not finished (${why}); what is embedded so far is kept. Finish later with: ${command}`,
-    );
-  } finally {
-    rl.off('SIGINT', onInterrupt);
-  }
+function answerPrinter() {
+  let midLine = false;
+  let step = 0;
+  const breakLine = () => {
+    if (midLine) process.stdout.write('\n');
+    midLine = false;
+  };
+  return {
+    breakLine,
+    text(text: string, textStep: number): void {
+      if (textStep !== step) breakLine(); // a new model call, after tool steps
+      if (!midLine) process.stdout.write('Nimbus: ');
+      process.stdout.write(printable(text));
+      midLine = true;
+      step = textStep;
+    },
+    traceLine(line: string): void {
+      breakLine();
+      console.error(dim(line, process.stderr));
+    },
+    /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
+    finish(result: AgentResult): void {
+      breakLine();
+      if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
+      console.log();
+      // Not an outage: the provider called the request invalid, and its words say why.
+      if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
+      if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
+    },
+  };
 }

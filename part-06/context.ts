@@ -8,29 +8,23 @@
 //   1. the last `recentTurns` turns, full: the model can rely on its own recent tool results,
 //      and Gemini gets its own messages back verbatim (provider_raw);
 //   2. older turns compacted to question and answer: what was settled, without the working;
-//   3. then, while the whole still exceeds `maxChars`, the oldest turns are dropped.
-import { integerSetting } from '../shared/config.ts';
-import type { AssistantMessage, Message } from '../shared/llm/index.ts';
+//   3. then, while the whole still exceeds `maxChars`, the oldest turns are dropped. The newest turn
+//      is always kept, even alone over budget: it is what the next question most likely follows up.
+import type { AssistantMessage, Message, ToolMessage } from '../shared/llm/index.ts';
+import { shorten } from '../shared/text.ts';
 
-/** Turns kept full by default. Two covers a follow-up ("and the other order?") and the question before it. */
-export const MEMORY_RECENT_TURNS = 2;
+/** Turns kept full unless MEMORY_RECENT_TURNS says otherwise: a follow-up and the question before it. */
+export const DEFAULT_RECENT_TURNS = 2;
 /**
- * The history budget by default, in characters of JSON (about 3,000 tokens). It bounds what every
- * request costs, however long the conversation: the current question's own steps come on top.
+ * The history budget unless MEMORY_MAX_CHARS says otherwise, in characters of JSON (about 3,000
+ * tokens). It bounds what every request costs however long the conversation runs; the current
+ * question's own steps come on top.
  */
-export const MEMORY_MAX_CHARS = 12_000;
+export const DEFAULT_MAX_CHARS = 12_000;
 
 export interface MemoryBudget {
   maxChars: number;
   recentTurns: number;
-}
-
-/** The budget in use: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS from .env, or the defaults above. */
-export function memoryBudget(): MemoryBudget {
-  return {
-    maxChars: integerSetting('MEMORY_MAX_CHARS', MEMORY_MAX_CHARS, 1),
-    recentTurns: integerSetting('MEMORY_RECENT_TURNS', MEMORY_RECENT_TURNS, 1),
-  };
 }
 
 export type Turn = Message[];
@@ -43,18 +37,17 @@ export interface TurnInContext {
   /** The turn as stored, and as sent ([] when dropped). */
   turn: Turn;
   sent: Turn;
-  /** Its share of the budget's measure: JSON characters as stored, and as sent (0 when dropped). */
+  /** Its share of the budget: JSON characters as stored, and as sent (0 when dropped). */
   storedChars: number;
   sentChars: number;
 }
 
 export interface Context {
   messages: Message[];
-  /** JSON.stringify(turns).length of the turns kept: what the budget measures. */
+  /** The budget it was built for. */
+  budget: MemoryBudget;
+  /** What the budget measures: the JSON characters of the turns sent, plus one per turn (its comma). */
   chars: number;
-  full: number;
-  compacted: number;
-  dropped: number;
   /** Every turn, oldest first, with its fate: what show-conversation --context shows. */
   turns: TurnInContext[];
 }
@@ -78,64 +71,44 @@ export function compactTurn(turn: Turn): Turn {
   return answer ? [...question, { role: 'assistant', content: answer.content }] : question;
 }
 
-export function buildContext(messages: Message[], budget: MemoryBudget = memoryBudget()): Context {
+export function buildContext(messages: Message[], budget: MemoryBudget): Context {
   const turns = splitIntoTurns(messages);
-  const shaped = shapeTurns(turns, budget);
-  const sizes = shaped.map(size);
+  const recentFrom = Math.max(0, turns.length - budget.recentTurns);
+  const shaped = turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
+  const sizes = shaped.map(turnChars);
 
-  // JSON.stringify of n turns is "[" + the turns joined by "," + "]", so its length is
-  // 1 + Σ(turn length + 1). Dropping a turn just subtracts its share: linear time.
-  let chars = 1 + sizes.reduce((sum, n) => sum + n, 0);
+  // Each turn's share is known up front, so dropping the oldest just subtracts it: linear time.
+  let chars = sizes.reduce((sum, n) => sum + n, 0);
   let first = 0;
   while (chars > budget.maxChars && turns.length - first > 1) chars -= sizes[first++];
-  if (turns.length === first) chars = 2; // "[]"
 
   const plan = turns.map((turn, i): TurnInContext => {
-    const fate: Fate = i < first ? 'dropped' : shaped[i] === turn ? 'full' : 'compacted';
+    const fate: Fate = i < first ? 'dropped' : i >= recentFrom ? 'full' : 'compacted';
+    const sent = fate === 'dropped' ? [] : shaped[i];
     return {
       fate,
       turn,
-      sent: fate === 'dropped' ? [] : shaped[i],
-      storedChars: size(turn),
-      sentChars: fate === 'dropped' ? 0 : sizes[i],
+      sent,
+      storedChars: turnChars(turn),
+      sentChars: sent.length ? sizes[i] : 0,
     };
   });
-  return {
-    messages: plan.flatMap((t) => t.sent),
-    chars,
-    full: plan.filter((t) => t.fate === 'full').length,
-    compacted: plan.filter((t) => t.fate === 'compacted').length,
-    dropped: first,
-    turns: plan,
-  };
+  return { messages: plan.flatMap((t) => t.sent), budget, chars, turns: plan };
+}
+
+/** One turn's share of the budget: its JSON, plus the comma that separates it from the next. */
+export function turnChars(turn: Turn): number {
+  return JSON.stringify(turn).length + 1;
 }
 
 /**
- * The budget's measure, added up newest turn first with the same rules as buildContext. Once it passes
- * maxChars, buildContext would drop every older turn: loadContext stops reading there.
+ * The answer that closes a turn cut short after its tools ran (Ctrl-C, a crash). It names what they
+ * returned, so even once the turn is compacted to question and answer the model still sees, say, the
+ * ticket number, and does not open the same request again.
  */
-export class BudgetMeter {
-  private chars = 1; // "[" of JSON.stringify(turns)
-  private turns = 0;
-  constructor(private readonly budget: MemoryBudget) {}
-
-  /** Adds the next older turn, in the shape buildContext would send it. */
-  add(turn: Turn): void {
-    this.chars += size(this.turns++ < this.budget.recentTurns ? turn : compactTurn(turn));
-  }
-
-  get full(): boolean {
-    return this.chars > this.budget.maxChars;
-  }
-}
-
-/** Layers 1 and 2: the newest turns stay as they are (the same array), older ones are compacted. */
-function shapeTurns(turns: Turn[], budget: MemoryBudget): Turn[] {
-  const recentFrom = Math.max(0, turns.length - budget.recentTurns);
-  return turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
-}
-
-/** One turn's share of JSON.stringify(turns).length: its own length plus the comma (or bracket) after it. */
-function size(turn: Turn): number {
-  return JSON.stringify(turn).length + 1;
+export function interruptedAnswer(turn: Turn): string {
+  const done = turn
+    .filter((m): m is ToolMessage => m.role === 'tool')
+    .map((m) => `${m.name} → ${shorten(m.content, 300)}`);
+  return `(This answer was interrupted. Done before that: ${done.join('; ') || 'nothing'}.)`;
 }

@@ -2,9 +2,22 @@
 import { dim } from '../shared/cli.ts';
 import type { Message } from '../shared/llm/index.ts';
 import { oneLine, printable, shorten } from '../shared/text.ts';
-import { splitIntoTurns, type Context, type MemoryBudget } from './context.ts';
-import type { ConversationSummary, FullRow } from './memory.ts';
-import type { History } from './stored-history.ts';
+import { splitIntoTurns, type Context } from './context.ts';
+import type { ConversationSummary, StoredMessageRow } from './stored-conversations.ts';
+
+/**
+ * The stored rows read back as messages: each message with its row's seq (undefined for a note added
+ * when the answer never came), and the rows left out as damaged, with why.
+ */
+export interface ReadHistory {
+  messages: Message[];
+  seqs: Array<number | undefined>;
+  damaged: Array<{ seq: number; reason: string }>;
+}
+
+/** What the [gemini] and [openai] tags mean, printed once under every view that shows them. */
+const TAG_LEGEND =
+  '[gemini]/[openai]: the provider that wrote the message; its own version is kept and replayed to it.';
 
 /** Recent conversations, newest first, one line each, with whose they are. */
 export function listView(
@@ -21,9 +34,9 @@ export function listView(
 
 /** Every stored row in order, grouped into turns, with what each turn's model calls cost. */
 export function turnsView(
-  conversation: ConversationSummary & { customer_name: string },
-  rows: FullRow[],
-  history: History,
+  conversation: ConversationSummary,
+  rows: StoredMessageRow[],
+  history: ReadHistory,
 ): string[] {
   const lines: string[] = [];
   const print = (line: string) => lines.push(line);
@@ -32,8 +45,8 @@ export function turnsView(
       `${count(rows.length, 'message')} in ${count(splitIntoTurns(history.messages).length, 'turn')}, ` +
       `started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
   );
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  const damaged = new Map(history.damaged.map((d) => [d.id, d.reason]));
+  const bySeq = new Map(rows.map((row) => [row.seq, row]));
+  const damaged = new Map(history.damaged.map((d) => [d.seq, d.reason]));
   const total = { in: 0, out: 0, calls: 0 };
   let turnNumber = 0;
   let turnCost = { in: 0, out: 0, calls: 0 };
@@ -45,37 +58,36 @@ export function turnsView(
         ),
       );
   };
-  // Rows and kept messages are both in id order: one cursor walks the rows, showing the damaged ones in place.
+  // Rows and kept messages are both in seq order: one cursor walks the rows, showing the damaged ones in place.
   let cursor = 0;
-  const showDamagedBefore = (id: number) => {
-    for (; cursor < rows.length && rows[cursor].id < id; cursor++) {
+  const showDamagedBefore = (seq: number) => {
+    for (; cursor < rows.length && rows[cursor].seq < seq; cursor++) {
       const row = rows[cursor];
-      if (!damaged.has(row.id)) continue;
-      const raw = typeof row.data === 'string' ? row.data : JSON.stringify(row.data);
+      if (!damaged.has(row.seq)) continue;
       print(
-        `  #${row.id} [left out: ${safe(damaged.get(row.id)!)}] ${safe(row.role)}: ${safe(shorten(raw, 120))}`,
+        `  #${row.seq} [left out: ${safe(damaged.get(row.seq)!)}] ${safe(row.role)}: ${safe(shorten(row.data, 120))}`,
       );
     }
   };
 
   history.messages.forEach((message, i) => {
-    const id = history.ids[i];
-    if (id !== undefined) showDamagedBefore(id);
+    const seq = history.seqs[i];
+    if (seq !== undefined) showDamagedBefore(seq);
     if (message.role === 'user' || turnNumber === 0) {
       endTurn();
       turnNumber++;
       turnCost = { in: 0, out: 0, calls: 0 };
       print(`Turn ${turnNumber}`);
     }
-    if (id === undefined)
+    if (seq === undefined)
       return void print(
         dim(
           `  (not stored) ${describeMessage(message)} — added when sent, because the answer never came`,
         ),
       );
-    const row = byId.get(id)!;
+    const row = bySeq.get(seq)!;
     const note = row.storage_note ? dim(` [stored with changes: ${safe(row.storage_note)}]`) : '';
-    print(`  #${id} ${describeMessage(message)}${note}`);
+    print(`  #${seq} ${describeMessage(message)}${note}`);
     if (row.input_tokens !== null) {
       turnCost = {
         in: turnCost.in + row.input_tokens,
@@ -92,24 +104,21 @@ export function turnsView(
   print(
     `Tokens: ${n(total.in)} input + ${n(total.out)} output over ${count(total.calls, 'model call')}.`,
   );
+  print(dim(TAG_LEGEND));
   return lines;
 }
 
 /** The turn-by-turn view of buildContext: each turn's fate and size, the budget, then the exact messages. */
-export function contextView(
-  id: string,
-  context: Context,
-  budget: MemoryBudget,
-  rows: FullRow[],
-): string[] {
+export function contextView(id: string, context: Context, rows: StoredMessageRow[]): string[] {
   const lines: string[] = [];
   const print = (line: string) => lines.push(line);
+  const { budget } = context;
   print(`Context for the next question in conversation ${id}`);
   print(
     `(budget ${n(budget.maxChars)} chars, the last ${count(budget.recentTurns, 'turn')} full):\n`,
   );
   print('  turn  fate         stored     sent    total  question');
-  let total = 1; // the budget's measure starts with the "[" of the JSON array
+  let total = 0;
   context.turns.forEach((turn, i) => {
     if (turn.fate !== 'dropped') total += turn.sentChars;
     const question =
@@ -125,16 +134,23 @@ export function contextView(
 
   const used = Math.min(1, context.chars / budget.maxChars);
   const filled = Math.round(used * 24);
+  const fates = (['full', 'compacted', 'dropped'] as const).map(
+    (fate) => `${context.turns.filter((t) => t.fate === fate).length} ${fate}`,
+  );
   print(
     `\nBudget: [${'#'.repeat(filled)}${'.'.repeat(24 - filled)}] ${n(context.chars)} of ${n(budget.maxChars)} chars` +
-      ` (${Math.round((context.chars / budget.maxChars) * 100)}%) — ${context.full} full, ${context.compacted} compacted, ${context.dropped} dropped`,
+      ` (${Math.round((context.chars / budget.maxChars) * 100)}%) — ${fates.join(', ')}`,
   );
+  if (context.chars > budget.maxChars) {
+    print('Over budget: the newest turn is always kept, whatever its size.');
+  }
+  print(dim('Sizes are the JSON characters of each turn, plus one for the comma after it.'));
   const last = rows.findLast((row) => row.input_tokens !== null && row.request_chars !== null);
   if (last && last.input_tokens) {
     const ratio = last.request_chars! / last.input_tokens;
     print(
       `Last request: ${n(last.request_chars!)} chars (system prompt and tools included) → ${n(last.input_tokens)} input tokens, ` +
-        `${ratio.toFixed(1)} chars per token (message #${last.id}).`,
+        `${ratio.toFixed(1)} chars per token (message #${last.seq}).`,
     );
   }
   print(
@@ -142,23 +158,24 @@ export function contextView(
   );
   print('\nMessages sent with the next question:');
   for (const message of context.messages) print(`  ${describeMessage(message)}`);
+  print(dim(TAG_LEGEND));
   return lines;
 }
 
 /** The whole stored conversation as one object: for a customer's data request or a bug report. */
 export function exportConversation(
-  conversation: ConversationSummary & { customer_name: string },
-  rows: FullRow[],
-  history: History,
+  conversation: ConversationSummary,
+  rows: StoredMessageRow[],
+  history: ReadHistory,
 ) {
-  const damaged = new Map(history.damaged.map((d) => [d.id, d.reason]));
+  const damaged = new Map(history.damaged.map((d) => [d.seq, d.reason]));
   return {
     id: conversation.id,
     customer: { name: conversation.customer_name, email: conversation.customer_email },
     created_at: conversation.created_at,
     updated_at: conversation.updated_at,
     messages: rows.map((row) => ({
-      id: row.id,
+      seq: row.seq,
       role: row.role,
       created_at: row.created_at,
       data: parseIfText(row.data),
@@ -166,14 +183,13 @@ export function exportConversation(
       output_tokens: row.output_tokens,
       request_chars: row.request_chars,
       storage_note: row.storage_note,
-      ...(damaged.has(row.id) ? { damaged: damaged.get(row.id) } : {}),
+      ...(damaged.has(row.seq) ? { damaged: damaged.get(row.seq) } : {}),
     })),
   };
 }
 
-/** The driver gives a JSON column as text on some servers and versions: parse it when it is valid JSON. */
-function parseIfText(data: unknown): unknown {
-  if (typeof data !== 'string') return data;
+/** The stored text, parsed when it is JSON that JavaScript reads; as text otherwise (a damaged row). */
+function parseIfText(data: string): unknown {
   try {
     return JSON.parse(data);
   } catch {

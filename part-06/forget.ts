@@ -1,11 +1,12 @@
 // Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { logDir } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { parseConversationId } from './memory.ts';
-import { forgetConversation, forgetCustomer, type Removed } from './retention.ts';
+import { conversationId } from './conversation-id.ts';
 import { lookUpCustomer } from './session.ts';
 import { checkDatabase } from './setup-database.ts';
+import { forgetConversation, forgetCustomer, type Removed } from './going-further/retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
        ${commandFor(import.meta.url, '--customer=<email>')}
@@ -24,18 +25,17 @@ await runMain(async () => {
     throw new UsageError('Give a conversation id or --customer, not both.');
   if (values.customer === undefined && positionals.length !== 1)
     throw new UsageError('Give exactly one conversation id, or --customer=<email>.');
-  const id =
-    values.customer === undefined ? parseConversationId(positionals[0], 'forget') : undefined;
+  const id = values.customer === undefined ? conversationId(positionals[0], 'forget') : undefined;
   await checkDatabase();
 
   if (id) {
-    const removed = await forgetConversation(id);
+    const removed = await forgetConversation(logDir(), id);
     if (!removed) console.log(`Conversation ${id} was not found; nothing to delete.`);
     else report(removed);
     return;
   }
   const customer = await lookUpCustomer(values.customer!);
-  const removed = await forgetCustomer(customer.id);
+  const removed = await forgetCustomer(logDir(), customer.id);
   for (const r of removed) report(r);
   const messages = removed.reduce((sum, r) => sum + r.messages, 0);
   console.log(

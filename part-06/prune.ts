@@ -1,9 +1,10 @@
 // Going further: deletes conversations nobody has used for N days, with their messages and traces: `npx tsx prune.ts --days=90`.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { logDir } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { planPrune, prune } from './retention.ts';
 import { checkDatabase } from './setup-database.ts';
+import { planPrune, prune } from './going-further/retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
 
@@ -23,7 +24,7 @@ await runMain(async () => {
   const days = Number(values.days);
   await checkDatabase();
 
-  const plan = await planPrune(days);
+  const plan = await planPrune(logDir(), days);
   const dryRun = values['dry-run'] ?? false;
   const verb = dryRun ? 'Would delete' : 'Deleted';
   const { removed, busy } = dryRun
@@ -31,7 +32,7 @@ await runMain(async () => {
         removed: plan.conversations.map((c) => ({ conversationId: c.id, messages: c.messages })),
         busy: [],
       }
-    : await prune(plan, days);
+    : await prune(logDir(), plan, days);
   for (const r of removed)
     console.log(
       `${verb} conversation ${r.conversationId} (${plural(r.messages, 'message')}) and its traces`,

@@ -126,8 +126,11 @@ CREATE TABLE IF NOT EXISTS conversations (
 -- Every message of every conversation, in the neutral format, provider_raw included. The system
 -- prompt is never stored: it is added fresh to each request, so prompt changes reach old conversations.
 CREATE TABLE IF NOT EXISTS messages (
-  id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
   conversation_id CHAR(32)        CHARACTER SET ascii NOT NULL,
+  -- The message's place in its conversation: 1, 2, 3… An AUTO_INCREMENT id is not an order on every
+  -- MySQL-compatible engine (TiDB hands them out per server); seq is. And the key makes two writers
+  -- that both think they write message 7 collide, instead of mixing their turns.
+  seq             INT UNSIGNED    NOT NULL,
   role            ENUM('user', 'assistant', 'tool') NOT NULL,
   -- The whole message. (MariaDB stores JSON as LONGTEXT; the code accepts a string or an object.)
   data            JSON            NOT NULL,
@@ -139,8 +142,7 @@ CREATE TABLE IF NOT EXISTS messages (
   -- Set when the message had to be changed to be stored (too long, too deeply nested): what and why.
   storage_note    VARCHAR(255)    NULL,
   created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-  PRIMARY KEY (id),
-  -- Memory reads one conversation's messages in id order (newest first when loading context).
-  KEY idx_messages_conversation (conversation_id, id),
+  -- One conversation's messages are read in seq order (newest first when loading context): one range.
+  PRIMARY KEY (conversation_id, seq),
   CONSTRAINT fk_messages_conversation FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

@@ -11,6 +11,7 @@ import { printable } from '../shared/text.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
+import { lockConversations } from './going-further/conversation-lock.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -62,6 +63,7 @@ export async function ensureDatabase(
       log(`Database "${database}": defining the refund rule (functions.sql).`);
       await runSqlFile(db, 'functions.sql');
     }
+    await upgradeMessages(db, database, log);
     await seedEmptyTables(db, log);
     const [[articles]] = await db.query<mysql.RowDataPacket[]>(
       'SELECT COUNT(*) AS n FROM help_articles',
@@ -186,6 +188,15 @@ export async function resetDatabase(
   llm?: LlmSettings | ConfigError,
 ): Promise<void> {
   await withSetupConnection(async (db, database) => {
+    // A question being answered is waited for, and any later one finds its conversation gone: none
+    // writes a message or a trace after the reset deleted them.
+    if (!(await missingTables(db, database)).includes('conversations')) {
+      const [rows] = await db.query<mysql.RowDataPacket[]>('SELECT id FROM conversations');
+      await lockConversations(
+        db,
+        rows.map((row) => row.id),
+      );
+    }
     // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
     await db.query('SET FOREIGN_KEY_CHECKS = 0');
     for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
@@ -224,6 +235,33 @@ async function withSetupConnection(
   } finally {
     await db.end().catch(() => {}); // closing the connection releases the lock
   }
+}
+
+/**
+ * Brings a messages table from an earlier version of this chapter (ordered by an AUTO_INCREMENT id) to
+ * today's: each conversation's messages numbered 1, 2, 3… in seq, in the order they were saved.
+ */
+async function upgradeMessages(
+  db: mysql.Connection,
+  database: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const [columns] = await db.query<mysql.RowDataPacket[]>(
+    "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'messages' AND column_name = 'seq'",
+    [database],
+  );
+  if (columns.length) return;
+  log(`Database "${database}": numbering the stored messages of each conversation (seq).`);
+  await db.query('ALTER TABLE messages ADD COLUMN seq INT UNSIGNED NULL AFTER conversation_id');
+  await db.query(
+    `UPDATE messages m JOIN (SELECT id, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY id) AS n
+                               FROM messages) numbered ON numbered.id = m.id
+        SET m.seq = numbered.n`,
+  );
+  await db.query(
+    'ALTER TABLE messages MODIFY seq INT UNSIGNED NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (conversation_id, seq), DROP COLUMN id',
+  );
+  await db.query('ALTER TABLE messages DROP INDEX idx_messages_conversation');
 }
 
 async function missingTables(db: mysql.Connection, database: string): Promise<string[]> {

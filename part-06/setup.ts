@@ -1,10 +1,10 @@
 // Resets the database to the sample store: `npx tsx setup.ts` (`npm run setup` at the root). Says what goes, and asks first.
 import readline from 'node:readline/promises';
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { llmSettingsOrError } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
-import { deleteTraceFiles, existingTraceFiles } from './retention.ts';
+import { llmSettingsOrError, logDir } from '../shared/config.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
+import { deleteTraceFiles, existingTraceFiles } from './going-further/retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 
@@ -16,7 +16,7 @@ Every other command creates what is missing by itself: you only need this to sta
 await runMain(async () => {
   const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
   const plan = await planReset();
-  const traces = existingTraceFiles(plan.conversations);
+  const traces = existingTraceFiles(logDir(), plan.conversations);
   const losses = traces.length ? [...plan.losses, count(traces.length, 'trace file')] : plan.losses;
   // Every row counts, sample data too: a customer added or an order changed by hand would be lost.
   if (losses.length) {

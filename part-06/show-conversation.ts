@@ -2,16 +2,14 @@
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable, printableJson } from '../shared/text.ts';
-import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
+import { buildContext, type MemoryBudget } from './context.ts';
+import { conversationId } from './conversation-id.ts';
 import { contextView, exportConversation, listView, turnsView } from './conversation-view.ts';
-import {
-  describeConversation,
-  listConversations,
-  loadRows,
-  parseConversationId,
-} from './memory.ts';
+import { memoryBudget } from './settings.ts';
 import { checkDatabase } from './setup-database.ts';
-import { readHistory } from './stored-history.ts';
+import { describeConversation, listConversations, loadRows } from './stored-conversations.ts';
+// Going further: rows are read defensively, so a damaged one is shown as such instead of failing the view.
+import { readHistory } from './going-further/stored-history.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
        ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
@@ -43,20 +41,17 @@ await runMain(async () => {
   }
   if (!values.context && (values.budget !== undefined || values.recent !== undefined))
     throw new UsageError('--budget and --recent go with --context.');
+  const configured = memoryBudget();
   const budget: MemoryBudget = {
     maxChars:
-      values.budget === undefined
-        ? memoryBudget().maxChars
-        : wholeNumber(values.budget, '--budget'),
+      values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
     recentTurns:
-      values.recent === undefined
-        ? memoryBudget().recentTurns
-        : wholeNumber(values.recent, '--recent'),
+      values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
   };
   await checkDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
 
-  const id = parseConversationId(positionals[0], 'show-conversation');
+  const id = conversationId(positionals[0], 'show-conversation');
   const conversation = await describeConversation(id);
   if (!conversation) {
     console.error(`Conversation ${id} was not found.`);
@@ -67,7 +62,7 @@ await runMain(async () => {
   if (values.context) {
     const context = buildContext(history.messages, budget);
     if (values.json) return void console.log(printableJson(context.messages, 2));
-    return void console.log(contextView(id, context, budget, rows).join('\n'));
+    return void console.log(contextView(id, context, rows).join('\n'));
   }
   if (values.json)
     return void console.log(printableJson(exportConversation(conversation, rows, history), 2));

@@ -3,7 +3,7 @@ import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
-import { logDir, makeFolders } from '../shared/config.ts';
+import { makeFolders } from '../shared/config.ts';
 import { printable, printableJson, shorten } from '../shared/text.ts';
 
 export type TraceEventType =
@@ -20,13 +20,17 @@ export type TraceEventType =
   | 'end';
 
 export interface TraceOptions {
+  /** The folder traces go in (LOG_DIR, checked at start). */
+  dir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
+  /** Where the terminal lines go (default: stderr, dimmed). */
+  onLine?: (line: string) => void;
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
-export function conversationTraceFile(conversationId: string): string {
-  return path.join(logDir(), 'conversations', `${conversationId}.jsonl`);
+export function conversationTraceFile(dir: string, conversationId: string): string {
+  return path.join(dir, 'conversations', `${conversationId}.jsonl`);
 }
 
 /**
@@ -38,14 +42,16 @@ export class Trace {
   readonly id = randomBytes(6).toString('hex');
   readonly file: string;
   private readonly quiet: boolean;
+  private readonly onLine: (line: string) => void;
   private failed = false;
 
   constructor(
     readonly conversationId: string,
-    options: TraceOptions = {},
+    options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
-    this.file = conversationTraceFile(conversationId);
+    this.onLine = options.onLine ?? ((line) => console.error(dim(line, process.stderr)));
+    this.file = conversationTraceFile(options.dir, conversationId);
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
@@ -60,8 +66,7 @@ export class Trace {
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
     this.append(printableJson(line) + '\n');
     const text = terminalLine(type, data);
-    if (text && !this.quiet)
-      console.error(dim(printable(text, { singleLine: true }), process.stderr));
+    if (text && !this.quiet) this.onLine(printable(text, { singleLine: true }));
   }
 
   private append(line: string): void {
@@ -125,19 +130,23 @@ interface MemoryEvent {
   full: number;
   compacted: number;
   dropped: number;
-  /** False when older turns were not read at all (they would all have been dropped). */
+  /** False when older turns were not read at all, because they would all have been dropped. */
   read_all: boolean;
   chars: number;
   max_chars: number;
 }
 
-/** "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars" */
+/**
+ * Always one shape: "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars".
+ * "12+" and "3+" when older turns were not even read; a note when the newest turn alone is over budget.
+ */
 function describeMemory(m: MemoryEvent): string {
+  const more = m.read_all ? '' : '+';
   const total = m.full + m.compacted + m.dropped;
-  if (total === 0) return 'no earlier turns';
   const n = (x: number) => x.toLocaleString('en-US');
-  const budget = `${n(m.chars)} of ${n(m.max_chars)} chars`;
-  if (!m.read_all)
-    return `${m.full} full, ${m.compacted} compacted, older turns dropped — ${budget}`;
-  return `${total} earlier turn${total === 1 ? '' : 's'} — ${m.full} full, ${m.compacted} compacted, ${m.dropped} dropped — ${budget}`;
+  const over = m.chars > m.max_chars ? ' (over budget: the newest turn is always kept)' : '';
+  return (
+    `${total}${more} earlier turn${total === 1 && !more ? '' : 's'} — ${m.full} full, ` +
+    `${m.compacted} compacted, ${m.dropped}${more} dropped — ${n(m.chars)} of ${n(m.max_chars)} chars${over}`
+  );
 }

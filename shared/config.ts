@@ -173,6 +173,8 @@ export interface DbSettings {
   user: string;
   password: string;
   database: string;
+  /** The longest any one statement, transaction or wait for the server may take (DB_TIMEOUT_SECONDS). */
+  timeoutMs: number;
 }
 
 export function dbSettings(): DbSettings {
@@ -196,6 +198,8 @@ export function dbSettings(): DbSettings {
     // A password may legitimately be spaces, so it is not trimmed.
     password: process.env.DB_PASSWORD ?? '',
     database,
+    // A frozen server or a dead network fails after this long instead of hanging (15 s by default).
+    timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, 3600) * 1000,
   };
 }
 

@@ -8,11 +8,13 @@ export class DatabaseError extends Error {
 }
 
 let pool: Pool | undefined;
+/** Every connection the pool opened, so closing can end them even when the server does not answer. */
+const opened = new Set<{ destroy(): void }>();
 
 /** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
 const LOCK_WAIT_SECONDS = 5;
-/** How long any one statement or transaction may take: a frozen server or a dead network fails instead of hanging. */
-const QUERY_TIMEOUT_MS = 60_000;
+/** How long closing the pool waits for the server's goodbye before it drops the connections. */
+const CLOSE_WAIT_MS = 1000;
 
 /** Connection options shared by the pool and by setup's server-level connection. */
 export function connectionOptions(settings: DbSettings = dbSettings()) {
@@ -40,6 +42,7 @@ function getPool(): Pool {
     });
     // Every new connection first bounds its lock waits; the driver runs this before any other statement.
     pool.on('connection', (connection) => {
+      opened.add(connection);
       connection.query(BOUND_LOCK_WAITS);
     });
   }
@@ -60,14 +63,14 @@ export async function connectToServer(): Promise<mysql.Connection> {
 /** Runs one parameterised statement. Placeholders (?) keep customer text out of the SQL itself. */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
   try {
-    const [rows] = await getPool().query({ sql, timeout: QUERY_TIMEOUT_MS }, params);
+    const [rows] = await getPool().query({ sql, timeout: dbSettings().timeoutMs }, params);
     return rows as T;
   } catch (error) {
     throw explainDatabaseError(error);
   }
 }
 
-/** A transaction or a lock wait was stopped by its signal (Ctrl-C): nothing was written. */
+/** A wait for a lock was stopped by its signal (Ctrl-C): nothing was written. */
 export class DatabaseCancelled extends Error {
   override name = 'DatabaseCancelled';
   constructor() {
@@ -76,17 +79,15 @@ export class DatabaseCancelled extends Error {
 }
 
 /**
- * Runs fn inside one transaction: everything it wrote is committed together, or nothing is.
- * Ctrl-C (`signal`), or a transaction running past QUERY_TIMEOUT_MS, abandons the connection, which
- * makes the server roll back: a save stuck behind a lock or a frozen network never holds up the program.
+ * Runs fn inside one transaction: everything it wrote is committed together, or nothing is. A
+ * transaction running past DB_TIMEOUT_SECONDS abandons its connection, which makes the server roll
+ * back: a save stuck behind a lock or a frozen network never holds up the program.
  */
 export async function withTransaction<T>(
   fn: (connection: PoolConnection) => Promise<T>,
-  signal?: AbortSignal,
 ): Promise<T> {
-  if (signal?.aborted) throw new DatabaseCancelled();
+  const { timeoutMs } = dbSettings();
   const connection = await getConnection();
-  const timeout = AbortSignal.timeout(QUERY_TIMEOUT_MS);
   let abandoned = false;
   const abandon = () => {
     abandoned = true;
@@ -99,17 +100,9 @@ export async function withTransaction<T>(
     return result;
   };
   try {
-    return await unlessStopped(
-      work(),
-      signal ? AbortSignal.any([signal, timeout]) : timeout,
-      abandon,
-    );
+    return await unlessStopped(work(), AbortSignal.timeout(timeoutMs), abandon);
   } catch (error) {
-    if (abandoned && signal?.aborted) throw new DatabaseCancelled();
-    if (abandoned)
-      throw new DatabaseError(
-        `MySQL did not finish within ${QUERY_TIMEOUT_MS / 1000} s, so nothing was written.`,
-      );
+    if (abandoned) throw notAnswered(`so nothing was written`);
     await connection.rollback().catch(() => {});
     throw explainDatabaseError(error);
   } finally {
@@ -122,42 +115,69 @@ export class LockBusy extends Error {
   override name = 'LockBusy';
 }
 
+export interface LockOptions {
+  /** Ctrl-C: stops the wait for the lock (DatabaseCancelled). */
+  signal?: AbortSignal;
+  /** Called once when the lock is held elsewhere, before waiting for it: say what is being waited for. */
+  onWait?: () => void;
+}
+
 /**
  * Runs fn while holding a named lock (MySQL's GET_LOCK): one holder at a time across every process
- * using this server. The lock belongs to a connection, so a killed process releases it by itself.
- * Waits at most `waitSeconds` (0: do not wait), then throws LockBusy; Ctrl-C (`signal`) stops the wait.
+ * using this server. The lock belongs to a connection, so a killed process releases it by itself
+ * (and a dropped connection loses it: guarantees that must outlive the connection are checked where
+ * the data is written). Waits at most `waitSeconds` (0: do not wait), then throws LockBusy.
  */
 export async function withNamedLock<T>(
   name: string,
   waitSeconds: number,
   fn: () => Promise<T>,
-  signal?: AbortSignal,
+  options: LockOptions = {},
 ): Promise<T> {
-  if (signal?.aborted) throw new DatabaseCancelled();
+  if (options.signal?.aborted) throw new DatabaseCancelled();
   const connection = await getConnection();
   let abandoned = false;
   const abandon = () => {
     abandoned = true;
     stopOnServer(connection);
   };
-  try {
-    let got: number | null;
-    try {
-      const wait = connection.query<Array<{ got: number | null } & mysql.RowDataPacket>>(
+  // Every statement on this connection is bounded by our own clock as well as the server's: a frozen
+  // server answers nothing at all, not even "the lock is busy".
+  const bounded = <R>(sql: string, params: unknown[], waitMs = 0): Promise<R> => {
+    const limit = AbortSignal.timeout(waitMs + dbSettings().timeoutMs);
+    const stop = options.signal ? AbortSignal.any([options.signal, limit]) : limit;
+    return unlessStopped(
+      connection.query(sql, params).then(([rows]) => rows as R),
+      stop,
+      abandon,
+    );
+  };
+  const getLock = async (seconds: number) =>
+    (
+      await bounded<Array<{ got: number | null }>>(
         'SELECT GET_LOCK(?, ?) AS got',
-        [name, waitSeconds],
-      );
-      const [rows] = signal ? await unlessStopped(wait, signal, abandon) : await wait;
-      got = rows[0].got;
+        [name, seconds],
+        seconds * 1000,
+      )
+    )[0].got === 1;
+  try {
+    let got: boolean;
+    try {
+      got = await getLock(0);
+      if (!got && waitSeconds > 0) {
+        options.onWait?.();
+        got = await getLock(waitSeconds);
+      }
     } catch (error) {
-      if (abandoned) throw new DatabaseCancelled();
+      if (abandoned && options.signal?.aborted) throw new DatabaseCancelled();
+      if (abandoned) throw notAnswered('while waiting for a lock');
       throw explainDatabaseError(error);
     }
-    if (got !== 1) throw new LockBusy(`Lock ${name} is held elsewhere.`);
+    if (!got) throw new LockBusy(`Lock ${name} is held elsewhere.`);
     try {
       return await fn();
     } finally {
-      await connection.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => {});
+      await bounded('SELECT RELEASE_LOCK(?)', [name]).catch(() => {}); // a lost connection released it
     }
   } finally {
     if (!abandoned) connection.release();
@@ -201,10 +221,26 @@ async function getConnection(): Promise<PoolConnection> {
   }
 }
 
+/**
+ * Closes the pool so the process can end. A server that does not answer (frozen, or the network gone)
+ * never says goodbye: after CLOSE_WAIT_MS the connections are dropped without it.
+ */
 export async function closePool(): Promise<void> {
   const closing = pool;
   pool = undefined;
-  await closing?.end().catch(() => {});
+  if (!closing) return;
+  const ended = closing.end().catch(() => {});
+  await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+  for (const connection of opened) connection.destroy();
+  opened.clear();
+}
+
+/** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
+function notAnswered(what: string): DatabaseError {
+  const { host, port, timeoutMs } = dbSettings();
+  return new DatabaseError(
+    `MySQL at ${host}:${port} did not answer within ${timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
+  );
 }
 
 /**
@@ -243,7 +279,7 @@ export function explainDatabaseError(error: unknown): unknown {
         `${where} was busy: another session held a lock for more than ${LOCK_WAIT_SECONDS} s (ER_LOCK_WAIT_TIMEOUT).`,
       );
     case 'PROTOCOL_SEQUENCE_TIMEOUT':
-      return new DatabaseError(`${where} did not answer within ${QUERY_TIMEOUT_MS / 1000} s.`);
+      return notAnswered('so the statement was given up');
     case 'ER_NET_PACKET_TOO_LARGE':
       return new DatabaseError(`${where} refused a statement larger than its max_allowed_packet.`);
     default:

@@ -1,7 +1,7 @@
 // The agent with memory: each step saved as it completes, earlier turns sent back, fallbacks and interruptions stored as answers.
-import { llmSettings } from '../../shared/config.ts';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { logDir } from '../../shared/config.ts';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
@@ -9,27 +9,21 @@ import {
   API_ERROR_ANSWER,
   EMPTY_ANSWER,
   MAX_STEPS,
-  runAgent,
+  REFUSED_ANSWER,
   STEP_LIMIT_ANSWER,
   TurnCancelled,
-  type Session,
 } from '../agent.ts';
-import { loadMessages, loadRows, newConversation } from '../memory.ts';
+import { interruptedAnswer } from '../context.ts';
+import { loadMessages } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { INTERRUPTED_ANSWER } from '../stored-history.ts';
+import { loadRows } from '../stored-conversations.ts';
 import { conversationTraceFile } from '../trace.ts';
+import { testSession, type TestSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
-let session: Session;
-/** Quiet runs with the provider the test pointed the environment at. */
-const quiet = {
-  get llm() {
-    return llmSettings();
-  },
-  quiet: true,
-};
+let session: TestSession;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
@@ -49,9 +43,8 @@ const storedRoles = async () => (await loadRows(session.conversation.id)).map((r
 
 describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provider) => {
   beforeEach(async () => {
-    Object.assign(process.env, fake.env(provider));
     fake.requests.length = 0;
-    session = { customer: maya, conversation: newConversation(maya.id) };
+    session = testSession(maya, fake.llm(provider));
     await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
 
@@ -64,7 +57,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
         gate: new Promise<void>((resolve) => (release = resolve)),
       },
     );
-    const first = runAgent('Where is order 1042?', session, quiet);
+    const first = session.ask('Where is order 1042?');
     await fake.waitForChat(2);
     // The answer is still being written, but the tool step is already on record: call and result together.
     expect(await storedRoles()).toEqual(['user', 'assistant', 'tool']);
@@ -84,7 +77,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     fake.reply((view) => ({
       text: `You asked ${view.messages.filter((m) => m.role === 'user').length} questions.`,
     }));
-    const second = await runAgent('How many questions did I ask?', session, quiet);
+    const second = await session.ask('How many questions did I ask?');
     expect(second.answer).toBe('You asked 2 questions.');
     const sent = fake.chats()[2].view!;
     expect(sent.messages.map((m) => m.role)).toEqual([
@@ -110,7 +103,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
       },
       { text: 'Shipped.', usage: { input: 456, output: 7 } },
     );
-    await runAgent('Where is order 1042?', session, quiet);
+    await session.ask('Where is order 1042?');
     const rows = await loadRows(session.conversation.id);
     expect(rows.map((r) => [r.role, r.input_tokens, r.output_tokens])).toEqual([
       ['user', null, null],
@@ -129,24 +122,40 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
         tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
       })),
     );
-    await runAgent('Everything, please', session, quiet);
+    await session.ask('Everything, please');
     const stored = await loadMessages(session.conversation.id);
     expect(stored.at(-1)).toEqual({ role: 'assistant', content: STEP_LIMIT_ANSWER });
     expect(stored.filter((m) => m.role === 'tool')).toHaveLength(MAX_STEPS);
     fake.reply({ text: 'ok' });
-    await runAgent('Still there?', session, quiet);
+    await session.ask('Still there?');
     expect(fake.chats().at(-1)!.status).toBe(200);
   });
 
-  it('stores the fallback after a provider error and after an empty answer', async () => {
-    fake.reply({ error: { status: 400, message: 'Bad request' } });
-    await runAgent('First', session, quiet);
+  it('stores the fallback after a provider error, a refused request and an empty answer', async () => {
+    // A daily quota is not retried: the customer hears the service cannot be reached right now.
+    fake.reply({
+      error: {
+        status: 429,
+        quotaId: 'GenerateRequestsPerDayPerProjectPerModel',
+        code: 'insufficient_quota',
+      },
+    });
+    expect((await session.ask('First')).outcome).toBe('api_error');
+    // A 400 is not an outage: the provider refused what was sent, and says why.
+    fake.reply({
+      error: { status: 400, message: 'Invalid history: a function response is missing.' },
+    });
+    const refused = await session.ask('Second');
+    expect(refused).toMatchObject({ outcome: 'refused', answer: REFUSED_ANSWER });
+    expect(refused.problem).toContain('Invalid history: a function response is missing.');
     fake.reply({ text: '' });
-    await runAgent('Second', session, quiet);
+    await session.ask('Third');
     expect(await loadMessages(session.conversation.id)).toEqual([
       { role: 'user', content: 'First' },
       { role: 'assistant', content: API_ERROR_ANSWER },
       { role: 'user', content: 'Second' },
+      { role: 'assistant', content: REFUSED_ANSWER },
+      { role: 'user', content: 'Third' },
       { role: 'assistant', content: EMPTY_ANSWER },
     ]);
   });
@@ -155,9 +164,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     const controller = new AbortController();
     let release!: () => void;
     fake.reply({ text: 'too late', gate: new Promise<void>((resolve) => (release = resolve)) });
-    const pending = runAgent('Cancel me', session, { ...quiet, signal: controller.signal }).catch(
-      (e) => e,
-    );
+    const pending = session.ask('Cancel me', { signal: controller.signal }).catch((e) => e);
     await fake.waitForChat(1);
     controller.abort();
     const error = await pending;
@@ -168,7 +175,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     expect(
       await query('SELECT id FROM conversations WHERE id = ?', [session.conversation.id]),
     ).toEqual([]);
-    const types = readFileSync(conversationTraceFile(session.conversation.id), 'utf8')
+    const types = readFileSync(conversationTraceFile(logDir(), session.conversation.id), 'utf8')
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line).type);
@@ -188,10 +195,9 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
       },
       { text: 'never delivered', gate: new Promise(() => {}) },
     );
-    const pending = runAgent('Open a refund ticket for 1042', session, {
-      ...quiet,
-      signal: controller.signal,
-    }).catch((e) => e);
+    const pending = session
+      .ask('Open a refund ticket for 1042', { signal: controller.signal })
+      .catch((e) => e);
     await fake.waitForChat(2);
     controller.abort();
     const error = await pending;
@@ -199,7 +205,14 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     expect(error.kept).toBe('steps');
     const stored = await loadMessages(session.conversation.id);
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(stored[3]).toEqual({ role: 'assistant', content: INTERRUPTED_ANSWER });
+    // The closing note names the ticket, so it survives when this turn is compacted later.
+    expect(stored[3]).toEqual({
+      role: 'assistant',
+      content: interruptedAnswer(stored.slice(0, 3)),
+    });
+    expect((stored[3] as { content: string }).content).toMatch(
+      /create_support_ticket → .*ticket_id/,
+    );
     const ticket = JSON.parse((stored[2] as { content: string }).content);
     expect(ticket).toMatchObject({ created: true });
 
@@ -217,7 +230,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
         text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.`,
       }),
     );
-    const next = await runAgent('Yes please, open it.', session, quiet);
+    const next = await session.ask('Yes please, open it.');
     const sent = fake
       .chats()
       .at(-2)!
@@ -235,7 +248,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
       { error: { status: 401 } },
     );
-    await expect(runAgent('Where is 1042?', session, quiet)).rejects.toThrow(/API_KEY/);
+    await expect(session.ask('Where is 1042?')).rejects.toThrow(/API_KEY/);
     expect((await loadMessages(session.conversation.id)).map((m) => m.role)).toEqual([
       'user',
       'assistant',

@@ -2,28 +2,22 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { llmSettings } from '../../shared/config.ts';
+import { logDir } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import {
-  API_ERROR_ANSWER,
-  EMPTY_ANSWER,
-  MAX_STEPS,
-  runAgent,
-  STEP_LIMIT_ANSWER,
-  type Session,
-} from '../agent.ts';
-import { loadMessages, newConversation } from '../memory.ts';
+import { EMPTY_ANSWER, MAX_STEPS, REFUSED_ANSWER, STEP_LIMIT_ANSWER } from '../agent.ts';
+import { loadMessages } from '../memory.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { REPEATED_CALL_ERROR } from '../safe-run-tool.ts';
 import { ensureDatabase } from '../setup-database.ts';
+import { testSession, type TestSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
-let session: Session;
+let session: TestSession;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
@@ -41,13 +35,6 @@ afterEach(() => {
   expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
 });
 
-/** Quiet runs with the provider the test pointed the environment at. */
-const quiet = {
-  get llm() {
-    return llmSettings();
-  },
-  quiet: true,
-};
 const result = (view: { toolResults: Array<{ result: unknown }> }, i = 0) =>
   view.toolResults[i].result as Record<string, any>;
 
@@ -60,9 +47,8 @@ function readTrace(file: string) {
 
 describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   beforeEach(async () => {
-    Object.assign(process.env, fake.env(provider));
     fake.requests.length = 0;
-    session = { customer: maya, conversation: newConversation(maya.id) };
+    session = testSession(maya, fake.llm(provider));
     await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
 
@@ -79,10 +65,8 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       }),
       (view) => ({ text: `Order ${result(view).order_id}: ${result(view).reason}` }),
     );
-    const outcome = await runAgent(
+    const outcome = await session.ask(
       'Can I return my headphones? My email is maya.patel@example.com',
-      session,
-      quiet,
     );
     expect(outcome).toMatchObject({
       answer: 'Order 1043: Paid 20 days ago, outside the 14-day refund window.',
@@ -111,7 +95,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       },
       (view) => ({ text: view.toolResults.map((r: any) => r.result.status).join(', ') }),
     );
-    const outcome = await runAgent('Where are orders 1042 and 1043?', session, quiet);
+    const outcome = await session.ask('Where are orders 1042 and 1043?');
     expect(outcome).toMatchObject({ answer: 'shipped, delivered', steps: 2 });
   });
 
@@ -121,7 +105,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
         tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
       })),
     );
-    const outcome = await runAgent('Tell me everything', session, quiet);
+    const outcome = await session.ask('Tell me everything');
     expect(outcome).toMatchObject({
       answer: STEP_LIMIT_ANSWER,
       outcome: 'step_limit',
@@ -140,7 +124,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'create_support_ticket', arguments: reordered }] },
       (view) => ({ text: JSON.stringify(result(view)) }),
     );
-    const outcome = await runAgent('Open a refund ticket for 1042', session, quiet);
+    const outcome = await session.ask('Open a refund ticket for 1042');
     expect(outcome.answer).toBe(JSON.stringify({ error: REPEATED_CALL_ERROR }));
     const results = readTrace(outcome.traceFile)
       .filter((e) => e.type === 'tool_result')
@@ -160,7 +144,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'issue_refund_now', arguments: { order_id: 1042 } }] },
       (view) => ({ text: `Tool said: ${result(view).error}` }),
     );
-    const outcome = await runAgent('Refund 1042 now', session, quiet);
+    const outcome = await session.ask('Refund 1042 now');
     expect(outcome.answer).toMatch(/^Tool said: Unknown tool "issue_refund_now"/);
     expect(outcome.outcome).toBe('answered');
   });
@@ -178,7 +162,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     );
     try {
       // The model still gets a result it can read, and the customer still gets the answer…
-      const outcome = await runAgent('Where is 1042?', session, quiet);
+      const outcome = await session.ask('Where is 1042?');
       expect(outcome).toMatchObject({
         answer: expect.stringMatching(/^Sorry: get_order_status failed/),
         outcome: 'answered',
@@ -193,7 +177,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       process.env.DB_PORT = port ?? '';
     }
     // …while the turn, which could not be saved, left nothing half-written behind.
-    const events = readTrace(conversationTraceFile(session.conversation.id));
+    const events = readTrace(conversationTraceFile(logDir(), session.conversation.id));
     expect(events.find((e) => e.type === 'tool_result').exception).toMatch(
       /^Cannot reach MySQL at .*:9/,
     );
@@ -204,8 +188,8 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   it('writes escape sequences and hidden characters to the trace escaped, so cat shows them, and as written once parsed', async () => {
     const question = 'Where is \u202e2401\u202c, my zero\u200bwidth order?';
     fake.reply({ text: 'Red \u009b31malert\u009b0m.' });
-    await runAgent(question, session, quiet);
-    const file = conversationTraceFile(session.conversation.id);
+    await session.ask(question);
+    const file = conversationTraceFile(logDir(), session.conversation.id);
     expect(readFileSync(file, 'utf8')).not.toMatch(/[\u009b\u200b\u202c\u202e]/);
     const events = readTrace(file);
     expect(events.find((e) => e.type === 'start').question).toBe(question);
@@ -216,12 +200,10 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     // Traces hold customers' questions and orders.
     const base = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
     const logs = path.join(base, 'logs');
-    const saved = process.env.LOG_DIR;
-    process.env.LOG_DIR = logs;
     fake.reply({ text: 'Hello.' });
     try {
-      await runAgent('Hello?', session, quiet);
-      const traceFile = conversationTraceFile(session.conversation.id);
+      await session.ask('Hello?', { logDir: logs });
+      const traceFile = conversationTraceFile(logs, session.conversation.id);
       const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
       expect([mode(traceFile), mode(path.dirname(traceFile)), mode(logs)]).toEqual([
         '600',
@@ -229,18 +211,18 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
         '700',
       ]);
     } finally {
-      process.env.LOG_DIR = saved;
       rmSync(base, { recursive: true, force: true });
     }
   });
 
-  it('gives a friendly answer when the provider fails mid-loop', async () => {
+  it('says the provider refused the request, in its own words, when it answers 400 mid-loop', async () => {
     fake.reply(
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
       { error: { status: 400, message: 'Request contains an invalid argument.' } },
     );
-    const outcome = await runAgent('Where is 1042?', session, quiet);
-    expect(outcome).toMatchObject({ answer: API_ERROR_ANSWER, outcome: 'api_error', steps: 2 });
+    const outcome = await session.ask('Where is 1042?');
+    expect(outcome).toMatchObject({ answer: REFUSED_ANSWER, outcome: 'refused', steps: 2 });
+    expect(outcome.problem).toContain('Request contains an invalid argument.');
     const error = readTrace(outcome.traceFile).find((e) => e.type === 'api_error');
     expect(error).toMatchObject({
       step: 2,
@@ -251,14 +233,14 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
 
   it("stops with the provider's message when the key is wrong", async () => {
     fake.reply({ error: { status: 401 } });
-    await expect(runAgent('Hello', session, quiet)).rejects.toThrow(
+    await expect(session.ask('Hello')).rejects.toThrow(
       provider === 'gemini' ? /GEMINI_API_KEY/ : /OPENAI_API_KEY/,
     );
   });
 
   it('asks to rephrase when the final answer is empty', async () => {
     fake.reply({ text: '   ' });
-    expect(await runAgent('Hmm', session, quiet)).toMatchObject({
+    expect(await session.ask('Hmm')).toMatchObject({
       answer: EMPTY_ANSWER,
       outcome: 'empty_answer',
       steps: 1,
@@ -270,7 +252,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'check_refund_eligibility', arguments: { order_id: 1043 } }] },
       { text: 'Not eligible, sorry.' },
     );
-    const outcome = await runAgent('Refund for 1043?', session, quiet);
+    const outcome = await session.ask('Refund for 1043?');
     const events = readTrace(outcome.traceFile);
     expect(events.map((e) => e.type)).toEqual([
       'start',
@@ -293,7 +275,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       compacted: 0,
       dropped: 0,
       read_all: true,
-      chars: 2,
+      chars: 0,
       max_chars: 12_000,
     });
     expect(events[2]).toMatchObject({

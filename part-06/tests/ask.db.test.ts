@@ -57,16 +57,31 @@ describe('ask.ts options and errors', () => {
     expect(result.stderr).not.toContain('[step');
   });
 
-  it('exits 1 after the fallback answer when the provider keeps failing', async () => {
-    fake.reply({ error: { status: 400, message: 'Bad request' } });
+  it('exits 1 after the fallback answer when the provider cannot answer', async () => {
+    // No credit left: not retried, so the customer hears at once that the service cannot be reached.
+    fake.reply({ error: { status: 429, code: 'insufficient_quota' } });
     const result = await runScript(SCRIPT, ['Hello'], {
       env: { ...fake.env('openai'), DB_NAME: db.name },
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("Sorry, I can't reach my assistant service right now.");
     expect(result.stderr).toContain(
-      '[step 1] provider error: The OpenAI-compatible server answered 400: Bad request',
+      '[step 1] provider error: The OpenAI-compatible server says the account has no quota left',
     );
+  });
+
+  it('says what the provider refused, not "try again later", when it calls the request invalid (400)', async () => {
+    fake.reply({
+      error: { status: 400, message: 'Bad request: messages[3] has no tool call id.' },
+    });
+    const result = await runScript(SCRIPT, ['--quiet', 'Hello'], {
+      env: { ...fake.env('openai'), DB_NAME: db.name },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      'Sorry, my assistant service refused to answer in this conversation.',
+    );
+    expect(result.stderr).toContain('Bad request: messages[3] has no tool call id.');
   });
 
   it('a wrong key is one clear line and exit 1', async () => {

@@ -11,6 +11,7 @@ import {
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, splitIntoTurns } from '../context.ts';
 import { loadMessages } from '../memory.ts';
+import { DEFAULT_BUDGET } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
@@ -101,7 +102,9 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     expect(out).toContain(
       `You: exit\nBye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`,
     );
-    expect(firstRun.stderr).toMatch(/\[step 0\] memory: no earlier turns\n/);
+    expect(firstRun.stderr).toMatch(
+      /\[step 0\] memory: 0 earlier turns — 0 full, 0 compacted, 0 dropped — 0 of 12,000 chars\n/,
+    );
     expect(firstRun.stderr).toMatch(
       /\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/,
     );
@@ -122,13 +125,27 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     const stored = await loadMessages(conversationId);
     const turns = splitIntoTurns(stored);
     expect(turns).toHaveLength(3);
-    const expected = buildContext(turns.slice(0, 2).flat()).messages;
+    const expected = buildContext(turns.slice(0, 2).flat(), DEFAULT_BUDGET).messages;
     const third = fake.chats().find((r) => r.view?.lastUserText === 'Yes please.')!;
     expect(third.view!.lastUserText).toBe('Yes please.');
-    const sent = third.view!.messages.slice(0, -1);
-    expect(sent.map((m) => m.role)).toEqual(expected.map((m) => m.role));
-    expect(sent.filter((m) => m.role === 'assistant').map((m) => m.text)).toEqual(
-      expected.filter((m) => m.role === 'assistant').map((m) => m.content),
+    // Every message as the provider received it (ids and signatures aside): text, calls, arguments, results.
+    const sent = third.view!.messages.slice(0, -1).map((m) => ({
+      role: m.role,
+      ...(m.text !== undefined && { text: m.text }),
+      ...(m.tool_calls && { calls: m.tool_calls.map((c) => [c.name, c.arguments]) }),
+      ...(m.tool_result && { result: [m.tool_result.name, m.tool_result.result] }),
+    }));
+    expect(sent).toEqual(
+      expected.map((m) =>
+        m.role === 'tool'
+          ? { role: 'tool', result: [m.name, JSON.parse(m.content)] }
+          : {
+              role: m.role,
+              text: m.content,
+              ...(m.role === 'assistant' &&
+                m.tool_calls && { calls: m.tool_calls.map((c) => [c.name, c.arguments]) }),
+            },
+      ),
     );
     if (provider === 'gemini') {
       // The replayed function-call parts carry the signatures Gemini issued with them.

@@ -2,13 +2,28 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
 import {
-  buildContext,
+  buildContext as buildContextWith,
   compactTurn,
-  MEMORY_MAX_CHARS,
-  MEMORY_RECENT_TURNS,
+  DEFAULT_MAX_CHARS as MEMORY_MAX_CHARS,
+  DEFAULT_RECENT_TURNS as MEMORY_RECENT_TURNS,
+  interruptedAnswer,
   splitIntoTurns,
+  type Context,
 } from '../context.ts';
 import { randomConversation } from './random-conversations.ts';
+
+const budget = { maxChars: MEMORY_MAX_CHARS, recentTurns: MEMORY_RECENT_TURNS };
+const buildContext = (messages: Message[]) => buildContextWith(messages, budget);
+
+/** What the budget measures, written out plainly: each turn's JSON plus one for its comma. */
+const measure = (turns: Message[][]) =>
+  turns.reduce((sum, turn) => sum + JSON.stringify(turn).length + 1, 0);
+
+/** How many turns met each fate. */
+function fates(context: Context) {
+  const count = (fate: string) => context.turns.filter((t) => t.fate === fate).length;
+  return { full: count('full'), compacted: count('compacted'), dropped: count('dropped') };
+}
 
 const user = (content: string): Message => ({ role: 'user', content });
 const answer = (content: string): Message => ({
@@ -74,23 +89,13 @@ describe('compactTurn', () => {
 
 describe('buildContext', () => {
   it('handles an empty history', () => {
-    expect(buildContext([])).toEqual({
-      messages: [],
-      chars: 2,
-      full: 0,
-      compacted: 0,
-      dropped: 0,
-      turns: [],
-    });
+    expect(buildContext([])).toEqual({ messages: [], budget, chars: 0, turns: [] });
   });
 
   it('keeps a single turn whole', () => {
-    expect(buildContext(turn(1))).toMatchObject({
-      messages: turn(1),
-      full: 1,
-      compacted: 0,
-      dropped: 0,
-    });
+    const context = buildContext(turn(1));
+    expect(context.messages).toEqual(turn(1));
+    expect(fates(context)).toEqual({ full: 1, compacted: 0, dropped: 0 });
   });
 
   it('keeps the last two turns whole and compacts the ones before', () => {
@@ -101,25 +106,29 @@ describe('buildContext', () => {
       ...turn(2),
       ...turn(3),
     ]);
-    expect(context).toMatchObject({ full: 2, compacted: 1, dropped: 0 });
-    expect(context.chars).toBe(JSON.stringify(splitIntoTurns(context.messages)).length);
+    expect(fates(context)).toEqual({ full: 2, compacted: 1, dropped: 0 });
+    expect(context.chars).toBe(measure(splitIntoTurns(context.messages)));
   });
 
   it('keeps a turn larger than the budget when it is the only one left', () => {
     const huge = turn(2, MEMORY_MAX_CHARS * 2);
     const context = buildContext([...turn(1), ...huge]);
     expect(context.messages).toEqual(huge);
-    expect(context).toMatchObject({ full: 1, dropped: 1 });
+    expect(fates(context)).toMatchObject({ full: 1, dropped: 1 });
     expect(context.chars).toBeGreaterThan(MEMORY_MAX_CHARS);
   });
 
   it('keeps a history of exactly the budget, and drops the oldest turn at one character more', () => {
     const fill = (size: number) => [...turn(1), ...turn(2, size)];
-    const base = JSON.stringify(splitIntoTurns(fill(0))).length;
+    const base = measure(splitIntoTurns(fill(0)));
     const exact = fill(MEMORY_MAX_CHARS - base);
-    expect(JSON.stringify(splitIntoTurns(exact)).length).toBe(MEMORY_MAX_CHARS);
-    expect(buildContext(exact)).toMatchObject({ chars: MEMORY_MAX_CHARS, full: 2, dropped: 0 });
-    expect(buildContext(fill(MEMORY_MAX_CHARS - base + 1))).toMatchObject({ full: 1, dropped: 1 });
+    expect(measure(splitIntoTurns(exact))).toBe(MEMORY_MAX_CHARS);
+    expect(buildContext(exact).chars).toBe(MEMORY_MAX_CHARS);
+    expect(fates(buildContext(exact))).toMatchObject({ full: 2, dropped: 0 });
+    expect(fates(buildContext(fill(MEMORY_MAX_CHARS - base + 1)))).toMatchObject({
+      full: 1,
+      dropped: 1,
+    });
   });
 });
 
@@ -138,8 +147,7 @@ function reference(messages: Message[]): Message[] {
       out.push({ role: 'assistant', content: answers[answers.length - 1].content as string });
     return out;
   });
-  while (JSON.stringify(shaped).length > MEMORY_MAX_CHARS && shaped.length > 1)
-    shaped = shaped.slice(1);
+  while (measure(shaped) > MEMORY_MAX_CHARS && shaped.length > 1) shaped = shaped.slice(1);
   return shaped.flat();
 }
 
@@ -169,13 +177,14 @@ describe('buildContext on 400 random conversations', () => {
       expect(output.slice(-recent), `seed ${seed}`).toEqual(input.slice(-recent));
 
       // Within budget, unless a single turn is all that is left; and the size is measured as promised.
-      expect(context.chars).toBe(JSON.stringify(output).length);
+      expect(context.chars).toBe(measure(output));
       if (output.length > 1)
         expect(context.chars, `seed ${seed}`).toBeLessThanOrEqual(MEMORY_MAX_CHARS);
-      expect(context.full + context.compacted + context.dropped).toBe(input.length);
+      const { full, compacted, dropped } = fates(context);
+      expect(full + compacted + dropped).toBe(input.length);
 
-      if (context.compacted) seen.compacted++;
-      if (context.dropped) seen.dropped++;
+      if (compacted) seen.compacted++;
+      if (dropped) seen.dropped++;
       if (context.chars > MEMORY_MAX_CHARS) seen.overBudgetAlone++;
       if (messages[0].role !== 'user') seen.leadingNonUser++;
     }
@@ -184,5 +193,25 @@ describe('buildContext on 400 random conversations', () => {
     expect(seen.dropped).toBeGreaterThan(50);
     expect(seen.overBudgetAlone).toBeGreaterThan(5);
     expect(seen.leadingNonUser).toBeGreaterThan(20);
+  });
+});
+
+describe('interruptedAnswer', () => {
+  it('names what the tools of an interrupted turn returned, so compaction keeps it', () => {
+    const ticket: Message = {
+      role: 'tool',
+      tool_call_id: 't1',
+      name: 'create_support_ticket',
+      content: '{"created":true,"ticket_id":5003,"status":"open"}',
+    };
+    const closed = [user('Refund 1042, please'), call('t1'), ticket];
+    const note = interruptedAnswer(closed);
+    expect(note).toBe(
+      '(This answer was interrupted. Done before that: create_support_ticket → {"created":true,"ticket_id":5003,"status":"open"}.)',
+    );
+    // Two questions later the turn is compacted to question and answer: the ticket number is still there.
+    const later = buildContext([...closed, answer(note), ...turn(2), ...turn(3)]);
+    expect(later.turns[0].fate).toBe('compacted');
+    expect(JSON.stringify(later.turns[0].sent)).toContain('5003');
   });
 });

@@ -1,9 +1,9 @@
 // What show-conversation and the damaged-row warning print: every field from a customer, a model or a stored row is shown, never obeyed or hidden.
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
 import { describeMessage, listView, turnsView } from '../conversation-view.ts';
-import { warnDamaged, type FullRow } from '../memory.ts';
-import { readHistory } from '../stored-history.ts';
+import type { StoredMessageRow } from '../stored-conversations.ts';
+import { describeDamage, readHistory } from '../going-further/stored-history.ts';
 
 /** Escape sequences, bidirectional overrides and invisible characters, raw. */
 const HIDDEN = /[\x1b\u009b\u200b\u200d\u202e]/;
@@ -17,11 +17,11 @@ const conversation = {
   messages: 2,
 };
 
-function row(id: number, role: string, data: unknown): FullRow {
+function row(seq: number, role: string, data: unknown): StoredMessageRow {
   return {
-    id,
+    seq,
     role,
-    data,
+    data: JSON.stringify(data),
     created_at: when,
     input_tokens: null,
     output_tokens: null,
@@ -74,16 +74,12 @@ describe('the views', () => {
   });
 });
 
-describe('warnDamaged', () => {
+describe('describeDamage', () => {
   it('quotes the reason a stored row was left out escaped', () => {
-    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
-    try {
-      warnDamaged('a'.repeat(32), [{ id: 7, reason: 'unknown role "tool\u202e\u200b"' }]);
-      expect(spy.mock.calls.flat().join('\n')).toBe(
-        `warning: conversation ${'a'.repeat(32)}: left out damaged messages #7 (unknown role "tool\\u202e\\u200b")`,
-      );
-    } finally {
-      spy.mockRestore();
-    }
+    expect(
+      describeDamage('a'.repeat(32), [{ seq: 7, reason: 'unknown role "tool\u202e\u200b"' }]),
+    ).toBe(
+      `warning: conversation ${'a'.repeat(32)}: left out damaged messages #7 (unknown role "tool\\u202e\\u200b")`,
+    );
   });
 });

@@ -1,17 +1,16 @@
 // Whose data a session may see: the signed-in customer comes from configuration, and conversations belong to one customer.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { llmSettings } from '../../shared/config.ts';
+import { logDir } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { runAgent } from '../agent.ts';
-import { newConversation } from '../memory.ts';
 import { signIn } from '../session.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
+import { testSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
@@ -34,12 +33,10 @@ afterAll(async () => {
 
 /** One answered question as `email` (in this process: signing in is tested through the scripts below); returns the conversation id. */
 async function conversationOf(email: string): Promise<string> {
-  Object.assign(process.env, fake.env('gemini'));
   fake.reply({ text: 'Hello!' });
-  const customer = await signIn(email);
-  const conversation = newConversation(customer.id);
-  await runAgent('Hi', { customer, conversation }, { llm: llmSettings(), quiet: true });
-  return conversation.id;
+  const session = testSession(await signIn(email), fake.llm('gemini'));
+  await session.ask('Hi');
+  return session.conversation.id;
 }
 
 describe('signing in', () => {
@@ -145,7 +142,8 @@ describe('conversations belong to their customer', () => {
       await conversationOf('zoe.mixed@example.com'),
     ];
     const mayas = await conversationOf('maya.patel@example.com');
-    for (const id of [...zoes, mayas]) expect(existsSync(conversationTraceFile(id))).toBe(true);
+    for (const id of [...zoes, mayas])
+      expect(existsSync(conversationTraceFile(logDir(), id))).toBe(true);
     const run = await runScript(FORGET, ['--customer=Zoe.Mixed@Example.com'], { env });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n').at(-1)).toBe(
@@ -156,8 +154,8 @@ describe('conversations belong to their customer', () => {
         "SELECT c.id FROM conversations c JOIN customers cu ON cu.id = c.customer_id WHERE cu.name = 'Zoe Mixed'",
       ),
     ).toEqual([]);
-    for (const id of zoes) expect(existsSync(conversationTraceFile(id))).toBe(false);
-    expect(existsSync(conversationTraceFile(mayas))).toBe(true);
+    for (const id of zoes) expect(existsSync(conversationTraceFile(logDir(), id))).toBe(false);
+    expect(existsSync(conversationTraceFile(logDir(), mayas))).toBe(true);
     expect(await query('SELECT id FROM conversations WHERE id = ?', [mayas])).toHaveLength(1);
   });
 });

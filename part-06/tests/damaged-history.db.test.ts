@@ -1,14 +1,14 @@
 // Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers.
 import { fileURLToPath } from 'node:url';
-import { llmSettings } from '../../shared/config.ts';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { runAgent } from '../agent.ts';
 import { findConversation, newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
+import type { Damage } from '../going-further/stored-history.ts';
+import { testSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
@@ -39,17 +39,23 @@ const result = (id: string) => ({
   content: '{"status":"shipped"}',
 });
 
-/** Stores rows exactly as given (role column, raw data text), returning their ids. */
+/** Stores rows exactly as given (role column, raw data text), numbered on; returns their seqs. */
 async function storeRaw(conversationId: string, rows: Array<[string, string]>): Promise<number[]> {
-  const ids: number[] = [];
+  const seqs: number[] = [];
   for (const [role, data] of rows) {
-    const inserted = await query<{ insertId: number }>(
-      'INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)',
-      [conversationId, role, data],
+    const [{ next }] = await query<Array<{ next: number }>>(
+      'SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM messages WHERE conversation_id = ?',
+      [conversationId],
     );
-    ids.push(inserted.insertId);
+    await query('INSERT INTO messages (conversation_id, seq, role, data) VALUES (?, ?, ?, ?)', [
+      conversationId,
+      next,
+      role,
+      data,
+    ]);
+    seqs.push(next);
   }
-  return ids;
+  return seqs;
 }
 
 const cases: Array<{
@@ -100,6 +106,15 @@ const cases: Array<{
   },
 ];
 
+/**
+ * Text MariaDB's JSON check accepts and JavaScript's JSON.parse refuses: an escape JSON does not
+ * have, a number with nothing after its point. (MySQL's JSON type refuses them when stored.)
+ */
+const acceptedByMariaDbOnly = [
+  '{"role":"assistant","content":"It is in C:\\xfer"}',
+  '{"role":"assistant","content":"It shipped.","n":1.}',
+];
+
 /** A conversation holding `rows` as stored, then a healthy turn with a tool call to replay next to them. */
 async function damagedConversation(
   rows: Array<[string, string]>,
@@ -121,26 +136,15 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
     'leaves out $name, names it, and the provider accepts the rest',
     async ({ rows, damaged, reason }) => {
       const { id, ids } = await damagedConversation(rows);
-      Object.assign(process.env, fake.env(provider));
       fake.reply({ text: 'Anything else?' });
-      const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
-      let warnings: string;
-      try {
-        const conversation = await findConversation(id, 1);
-        const asked = await runAgent(
-          'Thanks!',
-          { customer: maya, conversation: conversation! },
-          { llm: llmSettings(), quiet: true },
-        );
-        expect(asked.answer).toBe('Anything else?');
-      } finally {
-        warnings = spy.mock.calls.flat().join('\n');
-        spy.mockRestore();
-      }
-      const badIds = damaged.map((i) => ids[i]);
-      expect(warnings).toContain(
-        `warning: conversation ${id}: left out damaged messages ${badIds.map((i) => `#${i} (${reason})`).join(', ')}`,
-      );
+      const reported: Damage[] = [];
+      const conversation = await findConversation(id, 1);
+      const session = testSession(maya, fake.llm(provider), conversation!, {
+        onDamaged: (_, damage) => reported.push(...damage),
+      });
+      const asked = await session.ask('Thanks!');
+      expect(asked.answer).toBe('Anything else?');
+      expect(reported).toEqual(damaged.map((i) => ({ seq: ids[i], reason })));
       const request = fake.chats().at(-1)!;
       expect(request.status).toBe(200);
       expect(request.view!.messages.map((m) => m.role)).toEqual([
@@ -165,4 +169,35 @@ describe('show-conversation', () => {
         new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`),
       );
   });
+});
+
+describe('a row MariaDB accepts but JSON.parse refuses', () => {
+  it.each(acceptedByMariaDbOnly)(
+    'is left out like any damaged row, and the conversation stays usable: %s',
+    async (text) => {
+      const conversation = newConversation(1);
+      await query('INSERT INTO conversations (id, customer_id) VALUES (?, 1)', [conversation.id]);
+      const stored = await storeRaw(conversation.id, [
+        ['user', JSON.stringify({ role: 'user', content: 'Where is 1042?' })],
+        ['assistant', text],
+      ]).catch((error: Error) => error);
+      // MySQL refuses such a row when it is written, so it can never be read back; MariaDB stores it.
+      if (stored instanceof Error) return expect(stored.message).toMatch(/Invalid JSON text/i);
+      const reported: Damage[] = [];
+      fake.reply({ text: 'Anything else?' });
+      const session = testSession(
+        maya,
+        fake.llm('gemini'),
+        { ...conversation, saved: true },
+        {
+          onDamaged: (_, damage) => reported.push(...damage),
+        },
+      );
+      expect((await session.ask('Thanks!')).answer).toBe('Anything else?');
+      expect(reported).toEqual([{ seq: stored[1], reason: 'invalid JSON' }]);
+      const shown = await runScript(SHOW, [conversation.id], { env: { DB_NAME: db.name } });
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toContain(`#${stored[1]} [left out: invalid JSON]`);
+    },
+  );
 });

@@ -12,7 +12,8 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
-import { loadMessages, loadRows } from '../memory.ts';
+import { loadMessages } from '../memory.ts';
+import { loadRows } from '../stored-conversations.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
@@ -167,24 +168,26 @@ describe.each(['gemini', 'openai'] as const)('a provider that never answers (%s)
 
 describe('a reply whose provider_raw says more than the neutral fields', () => {
   it('is not replayed verbatim, so the next question is accepted', async () => {
-    // An OpenAI-compatible server answers with a text and a tool call of a kind Nimbus does not run.
+    // An OpenAI-compatible server streams a text and a tool call of a kind Nimbus does not run.
+    const chunk = (delta: object, finish_reason: string | null = null) => ({
+      id: 'x',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'gpt-fake',
+      choices: [{ index: 0, delta, finish_reason }],
+    });
     fake.reply(
       {
-        body: {
-          id: 'x',
-          object: 'chat.completion',
-          created: 1,
-          model: 'gpt-fake',
-          choices: [
-            {
-              index: 0,
-              finish_reason: 'stop',
-              message: {
-                role: 'assistant',
-                content: 'Here you go.',
-                tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'browser', input: 'x' } }],
-              },
-            },
+        stream: {
+          events: [
+            chunk({ role: 'assistant', content: 'Here you go.' }),
+            chunk({
+              tool_calls: [
+                { index: 0, id: 'c1', type: 'custom', custom: { name: 'browser', input: 'x' } },
+              ],
+            }),
+            chunk({}, 'stop'),
+            '[DONE]',
           ],
         },
       },

@@ -5,19 +5,20 @@ import { query } from '../../shared/db.ts';
 import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
+import { buildContext, type MemoryBudget } from '../context.ts';
 import { contextView, turnsView } from '../conversation-view.ts';
 import {
-  describeConversation,
   loadMessages,
-  loadRows,
   newConversation,
   saveMessages,
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
+import { memoryBudget } from '../settings.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { readHistory } from '../stored-history.ts';
+import { describeConversation, loadRows } from '../stored-conversations.ts';
+import { readHistory } from '../going-further/stored-history.ts';
+import { DEFAULT_BUDGET } from './test-session.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let db: ScratchDatabase;
@@ -59,9 +60,9 @@ function turn(n: number, size = 40): MessageToSave[] {
 }
 
 /** What `show-conversation <id> --context` prints under `budget` (the script only adds the flags). */
-async function shownContext(id: string, budget: MemoryBudget = memoryBudget()): Promise<string> {
+async function shownContext(id: string, budget: MemoryBudget = DEFAULT_BUDGET): Promise<string> {
   const rows = await loadRows(id);
-  return contextView(id, buildContext(readHistory(rows).messages, budget), budget, rows).join('\n');
+  return contextView(id, buildContext(readHistory(rows).messages, budget), rows).join('\n');
 }
 
 async function conversation(...steps: MessageToSave[][]): Promise<string> {
@@ -89,7 +90,7 @@ function rowsOf(stdout: string) {
 /** What the view must say, computed with buildContext itself. */
 function expected(messages: Message[], budget: MemoryBudget) {
   const context = buildContext(messages, budget);
-  let total = 1;
+  let total = 0;
   return {
     context,
     rows: context.turns.map((t, i) => {
@@ -118,6 +119,12 @@ describe('show-conversation --context, turn by turn', () => {
         `^Budget: \\[[#.]{24}\\] ${context.chars.toLocaleString('en-US')} of 1,500 chars \\(\\d+%\\) — 2 full, 2 compacted, 1 dropped$`,
         'm',
       ),
+    );
+    // The totals add up: each is the one before plus this turn's sent size, the last one the budget's.
+    expect(rows.filter((r) => r.total !== undefined).at(-1)!.total).toBe(context.chars);
+    expect(shown.stdout).not.toContain('Over budget');
+    expect(shown.stdout).toContain(
+      '[gemini]/[openai]: the provider that wrote the message; its own version is kept and replayed to it.',
     );
     // The dropped turn is shown, its question shortened, so the learner sees what the model will not.
     expect(rowsOf(shown.stdout)[0].question).toMatch(/^Question 1 q+…$/);
@@ -170,7 +177,7 @@ describe('show-conversation --context, turn by turn', () => {
     const saved = { ...process.env };
     try {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
-      const shown = await shownContext(id);
+      const shown = await shownContext(id, memoryBudget());
       expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
         expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
@@ -202,6 +209,7 @@ describe('show-conversation --context, turn by turn', () => {
     const [only] = rowsOf(shown);
     expect(only).toMatchObject({ turn: 1, fate: 'full' });
     expect(shown).toMatch(/^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\)/m);
+    expect(shown).toContain('Over budget: the newest turn is always kept, whatever its size.');
 
     const headless = await conversation(
       [{ message: { role: 'assistant', content: 'Welcome back!' } }],
@@ -219,7 +227,7 @@ describe('show-conversation --context, turn by turn', () => {
     const shown = await shownContext(id);
     const last = (await loadRows(id)).at(-1)!;
     expect(shown).toContain(
-      `Last request: ${last.request_chars!.toLocaleString('en-US')} chars (system prompt and tools included) → ${last.input_tokens!.toLocaleString('en-US')} input tokens, ${(last.request_chars! / last.input_tokens!).toFixed(1)} chars per token (message #${last.id}).`,
+      `Last request: ${last.request_chars!.toLocaleString('en-US')} chars (system prompt and tools included) → ${last.input_tokens!.toLocaleString('en-US')} input tokens, ${(last.request_chars! / last.input_tokens!).toFixed(1)} chars per token (message #${last.seq}).`,
     );
   });
 });
@@ -245,7 +253,7 @@ describe('show-conversation <id>', () => {
   it('--json exports the whole conversation: every row, its data as stored, damaged rows included and marked', async () => {
     const id = await conversation(turn(1));
     // A damaged row, as older code or a hand edit could leave: a tool result without its call.
-    await query('INSERT INTO messages (conversation_id, role, data) VALUES (?, ?, ?)', [
+    await query('INSERT INTO messages (conversation_id, seq, role, data) VALUES (?, 5, ?, ?)', [
       id,
       'tool',
       JSON.stringify({
@@ -266,9 +274,9 @@ describe('show-conversation <id>', () => {
       id,
       customer: { name: 'Maya Patel', email: 'maya.patel@example.com' },
     });
-    expect(exported.messages.map((m: { id: number }) => m.id)).toEqual(rows.map((r) => r.id));
+    expect(exported.messages.map((m: { seq: number }) => m.seq)).toEqual([1, 2, 3, 4, 5]);
     for (const [i, row] of rows.entries()) {
-      const data = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;
+      const data = JSON.parse(row.data);
       expect(JSON.stringify(exported.messages[i].data)).toBe(JSON.stringify(data)); // byte-equal, key order and all
       expect(exported.messages[i]).toMatchObject({
         role: row.role,

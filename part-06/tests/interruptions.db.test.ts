@@ -1,7 +1,6 @@
 // Killed, interrupted or blocked mid-turn, chat.ts keeps every completed step, never a half of one, for both providers.
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { llmSettings } from '../../shared/config.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -13,10 +12,12 @@ import {
 } from '../../shared/testing/fake-provider.ts';
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
-import { runAgent } from '../agent.ts';
-import { findConversation, loadHistory, loadMessages, newConversation } from '../memory.ts';
+import { splitIntoTurns } from '../context.ts';
+import { findConversation, loadMessages } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { INTERRUPTED_ANSWER } from '../stored-history.ts';
+import { loadRows } from '../stored-conversations.ts';
+import { readHistory } from '../going-further/stored-history.ts';
+import { testSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
@@ -44,25 +45,28 @@ const env = (provider: ProviderName) => ({ ...fake.env(provider), DB_NAME: db.na
 
 /** A conversation with one finished turn that used a tool, so there is real history to damage. */
 async function conversationWithOneTurn(provider: ProviderName): Promise<string> {
-  Object.assign(process.env, fake.env(provider));
-  const conversation = newConversation(maya.id);
+  const session = testSession(maya, fake.llm(provider));
   fake.reply(
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     { text: 'Order 1042 has shipped.' },
   );
-  await runAgent(
-    'Where is order 1042?',
-    { customer: maya, conversation },
-    { llm: llmSettings(), quiet: true },
-  );
-  return conversation.id;
+  await session.ask('Where is order 1042?');
+  return session.conversation.id;
 }
 
-/** Is a statement containing `text` running (or waiting) on the server right now? */
+/** The conversation as stored, read defensively. */
+async function loadHistory(id: string) {
+  return readHistory(await loadRows(id));
+}
+
+/**
+ * Is a statement containing `text` running (or waiting) on the server right now, in this file's own
+ * database? (Other test files run at the same time, with statements of their own.)
+ */
 async function running(text: string): Promise<boolean> {
   const [rows] = await admin.query(
-    'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()',
-    [`%${text}%`],
+    'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE ? AND ID <> CONNECTION_ID()',
+    [db.name, `%${text}%`],
   );
   return (rows as Array<{ n: number }>)[0].n > 0;
 }
@@ -74,13 +78,10 @@ async function expectValidHistory(id: string, turns: number) {
   expect(history.messages.filter((m) => m.role === 'user')).toHaveLength(turns);
   expect(history.messages.at(-1)).toMatchObject({ role: 'assistant' });
   for (const provider of ['gemini', 'openai'] as const) {
-    Object.assign(process.env, fake.env(provider));
     fake.reply({ text: `still fine (${provider})` });
     const conversation = await findConversation(id, maya.id);
-    const next = await runAgent(
+    const next = await testSession(maya, fake.llm(provider), conversation!).ask(
       'Are you still there?',
-      { customer: maya, conversation: conversation! },
-      { llm: llmSettings(), quiet: true },
     );
     expect(next.answer).toBe(`still fine (${provider})`);
     expect(fake.chats().at(-1)!.status).toBe(200);
@@ -192,10 +193,15 @@ describe.each(['gemini', 'openai'] as const)(
           expect(result.stdout).toContain(
             '(Cancelled. What Nimbus had already done is saved, so the next question knows about it.)',
           );
+          // Stored by chat.ts: the closing note names the ticket, so it outlives compaction.
           expect((await loadMessages(id)).at(-1)).toEqual({
             role: 'assistant',
-            content: INTERRUPTED_ANSWER,
-          }); // stored by chat.ts
+            content: expect.stringMatching(
+              new RegExp(
+                `^\\(This answer was interrupted\\. Done before that: create_support_ticket → .*"ticket_id":${ticket}`,
+              ),
+            ),
+          });
         } else {
           expect(result.signal).toBe('SIGKILL');
         }
@@ -257,10 +263,16 @@ describe('two processes in one conversation', () => {
       env: env('openai'),
     });
     await fake.waitForChat(before + 2);
-    await waitUntil('the other process waits for the conversation', () => running('GET_LOCK'));
+    await waitUntil('the other process waits for the conversation', () =>
+      running(`GET_LOCK('nimbus-conversation:${id}', 30)`),
+    );
     release();
-    expect((await first).code).toBe(0);
-    expect((await second).code).toBe(0);
+    const results = [await first, await second];
+    expect(results.map((r) => r.code)).toEqual([0, 0]);
+    // The one that waited said so, and what for.
+    expect(results.map((r) => r.stderr).join('')).toContain(
+      '(Waiting for another question in this conversation to finish…)',
+    );
     const history = await loadHistory(id);
     expect(history.damaged).toEqual([]);
     const roles = history.messages.map(
@@ -287,8 +299,65 @@ describe('two processes in one conversation', () => {
   });
 });
 
+describe('a question whose lock was lost with its connection', () => {
+  it('never mixes its turn with the question that got in meanwhile: it goes on in a turn of its own', async () => {
+    const id = await conversationWithOneTurn('gemini');
+    const before = fake.chats().length;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Every question looks something up, then answers; the first one's answer waits for us, its
+    // lookup already saved.
+    const reply = (view: ChatView) =>
+      view.toolResults.length
+        ? {
+            text: `Answer to: ${view.lastUserText}`,
+            ...(view.lastUserText === 'First process' && { gate }),
+          }
+        : { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
+    fake.reply(reply, reply, reply, reply);
+    const first = runScript(ASK, ['--quiet', `--conversation=${id}`, 'First process'], {
+      env: env('gemini'),
+    });
+    await fake.waitForChat(before + 2);
+    // The first process's lock connection drops (wait_timeout, a restart, a network blip): the lock is gone.
+    const [[holder]] = await admin.query<Array<{ thread: number } & mysql.RowDataPacket>>(
+      'SELECT IS_USED_LOCK(?) AS thread',
+      [`nimbus-conversation:${id}`],
+    );
+    await admin.query('KILL ?', [holder.thread]);
+    // A second question gets in at once and answers completely.
+    const second = await runScript(ASK, ['--quiet', `--conversation=${id}`, 'Second process'], {
+      env: env('gemini'),
+    });
+    expect(second.code, second.stderr).toBe(0);
+    release();
+    const firstDone = await first;
+    expect(firstDone.code, firstDone.stderr).toBe(0);
+
+    const history = await loadHistory(id);
+    expect(history.damaged).toEqual([]);
+    // The first question's lookup, closed by a note; the second question whole; then the first
+    // question's answer, in a turn of its own with its question repeated. No turn holds another's answer.
+    const turns = splitIntoTurns(history.messages)
+      .slice(1)
+      .map((turn) => turn.map((m) => (m.role === 'tool' ? 'tool' : `${m.role}: ${m.content}`)));
+    expect(turns).toEqual([
+      [
+        'user: First process',
+        'assistant: ',
+        'tool',
+        expect.stringMatching(
+          /^assistant: \(This answer was interrupted\. Done before that: get_order_status/,
+        ),
+      ],
+      ['user: Second process', 'assistant: ', 'tool', 'assistant: Answer to: Second process'],
+      ['user: First process', 'assistant: Answer to: First process'],
+    ]);
+  });
+});
+
 describe('Ctrl-C in chat.ts', () => {
-  it('while Nimbus is working cancels that question, saves nothing of it, and goes on', async () => {
+  it('while Nimbus is working cancels that question and the lines typed meanwhile, saves nothing of it, and goes on', async () => {
     const id = await conversationWithOneTurn('gemini');
     const before = fake.chats().length;
     let release!: () => void;
@@ -298,14 +367,18 @@ describe('Ctrl-C in chat.ts', () => {
     );
     const child = startScript(CHAT, ['--quiet', `--resume=${id}`], { env: env('gemini') });
     const done = collect(child);
-    child.stdin.write('First question\nSecond question\n');
+    // A paste: the first line is asked, the next two wait their turn.
+    child.stdin.write('First question\nNever asked\nNor this\n');
     await fake.waitForChat(before + 1);
     child.kill('SIGINT');
+    await waitForOutput(child, 'Cancelled: nothing from this question was saved.');
+    child.stdin.write('Second question\n');
     await waitForOutput(child, 'Nimbus: Second answer.');
     child.stdin.end();
     release();
     const result = await done;
     expect(result.code).toBe(0);
+    expect(result.stdout).toContain('(Dropped 2 lines typed meanwhile.)');
     expect(result.stdout).toContain('(Cancelled: nothing from this question was saved.)');
     expect(result.stdout).toContain(
       `Bye! Resume later with: npx tsx part-06/chat.ts --resume=${id}`,
@@ -318,43 +391,44 @@ describe('Ctrl-C in chat.ts', () => {
     ]);
   });
 
-  it('while a save waits for a lock rolls the save back at once, and the chat goes on', async () => {
+  it('while a tool waits for a lock, lets it finish, saves its step, and closes the turn naming what it did', async () => {
     const id = await conversationWithOneTurn('gemini');
-    fake.reply(
-      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1043 } }] },
-      { text: 'Answered.' },
-    );
+    const before = fake.chats().length;
+    fake.reply({
+      tool_calls: [
+        {
+          name: 'create_support_ticket',
+          arguments: { category: 'damaged_item', summary: 'Cracked screen.', order_id: 1043 },
+        },
+      ],
+    });
     await admin.beginTransaction();
-    await admin.query('SELECT id FROM conversations WHERE id = ? FOR UPDATE', [id]);
+    // The ticket tool locks the customer's row first: it now waits for us.
+    await admin.query('SELECT id FROM customers WHERE id = 1 FOR UPDATE');
     let result;
     try {
       const child = startScript(CHAT, ['--quiet', `--resume=${id}`], { env: env('gemini') });
       const done = collect(child);
-      child.stdin.write('Where is order 1043?\n');
-      await waitUntil('the step is being saved', () =>
-        running(`UPDATE conversations SET updated_at = NOW(3) WHERE id = '${id}'`),
+      child.stdin.write('My screen arrived cracked, please open a ticket.\n');
+      await waitUntil('the tool waits for the customer row', () =>
+        running('SELECT id FROM customers WHERE id = 1 FOR UPDATE'),
       );
       child.kill('SIGINT');
-      await waitForOutput(child, 'Cancelled while saving');
-      await waitUntil(
-        'the server has stopped the save',
-        async () =>
-          !(await running(`UPDATE conversations SET updated_at = NOW(3) WHERE id = '${id}'`)),
-      );
+      await admin.rollback(); // the tool goes on, opens the ticket, and its step is saved
+      await waitForOutput(child, 'saved, so the next question knows about it');
       child.stdin.end();
       result = await done;
     } finally {
       await admin.rollback();
     }
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain(
-      '(Cancelled while saving: the steps of this question were not saved.)',
+    expect(fake.chats().length).toBe(before + 1); // cancelled before the next model call
+    const [ticket] = await query<Array<{ id: number }>>(
+      "SELECT id FROM tickets WHERE order_id = 1043 AND category = 'damaged_item' AND status = 'open'",
     );
-    // The answer the cancelled question never asked for goes to the next question.
-    expect(
-      (await runScript(ASK, ['--quiet', `--conversation=${id}`, 'Hi'], { env: env('gemini') }))
-        .stdout,
-    ).toBe('Answered.\n');
+    const stored = await loadMessages(id);
+    expect(stored.map((m) => m.role).slice(-4)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(stored.at(-1)!.content).toContain(`"ticket_id":${ticket.id}`);
     await expectValidHistory(id, 2);
   });
 

@@ -13,15 +13,13 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { llmSettings } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { runAgent } from '../agent.ts';
-import { newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
+import { testSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 
@@ -47,18 +45,13 @@ afterAll(async () => {
 
 /** A conversation whose messages and trace contain `phrase`, with a tool call (answered in this process). Returns its id. */
 async function chatAbout(phrase: string): Promise<string> {
-  Object.assign(process.env, env);
   fake.reply(
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     (view) => ({ text: `About "${view.lastUserText}": it shipped.` }),
   );
-  const conversation = newConversation(maya.id);
-  await runAgent(
-    `My secret word is ${phrase}. Where is order 1042?`,
-    { customer: maya, conversation },
-    { llm: llmSettings(), quiet: true },
-  );
-  return conversation.id;
+  const session = testSession(maya, fake.llm('gemini'));
+  await session.ask(`My secret word is ${phrase}. Where is order 1042?`, { logDir: logs });
+  return session.conversation.id;
 }
 
 /** Every place the text could hide: every row of every table, every file under the log folder. */

@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { logDir } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -161,7 +162,7 @@ describe('commands that only read', () => {
 describe('setup.ts resets, and only when told to', () => {
   it('says what it would delete and changes nothing without a terminal to ask on or --yes', async () => {
     const id = await somethingToLose();
-    const trace = conversationTraceFile(id);
+    const trace = conversationTraceFile(logDir(), id);
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
     const conversations = await count('conversations');
@@ -182,7 +183,7 @@ describe('setup.ts resets, and only when told to', () => {
 
   it('with --yes deletes every copy — rows and trace files — and rebuilds the sample store', async () => {
     const id = await somethingToLose();
-    const trace = conversationTraceFile(id);
+    const trace = conversationTraceFile(logDir(), id);
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
     const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name } });

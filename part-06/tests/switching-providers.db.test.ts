@@ -1,5 +1,4 @@
 // A conversation started with one provider continues with the other, tool calls and all, in both directions.
-import { llmSettings } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import {
@@ -7,9 +6,9 @@ import {
   type FakeProvider,
   type ProviderName,
 } from '../../shared/testing/fake-provider.ts';
-import { runAgent, type Session } from '../agent.ts';
 import { newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
+import { testSession } from './test-session.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -28,15 +27,19 @@ afterEach(() => {
 
 /** One turn with a tool call, answered by `provider`. */
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
-const newSession = (): Session => ({ customer: maya, conversation: newConversation(maya.id) });
+/** A conversation, asked with whichever provider each turn names. */
+const newSession = () => newConversation(maya.id);
 
-async function toolTurn(session: Session, provider: ProviderName, orderId: number) {
-  Object.assign(process.env, fake.env(provider));
+async function toolTurn(
+  conversation: ReturnType<typeof newSession>,
+  provider: ProviderName,
+  orderId: number,
+) {
   fake.reply(
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: orderId } }] },
     { text: `Order ${orderId} found (${provider}).` },
   );
-  return runAgent(`Where is order ${orderId}?`, session, { llm: llmSettings(), quiet: true });
+  return testSession(maya, fake.llm(provider), conversation).ask(`Where is order ${orderId}?`);
 }
 
 describe('switching providers mid-conversation', () => {

@@ -4,8 +4,8 @@
 // nesting. Every server refuses a statement larger than max_allowed_packet (16 MB by default on MariaDB),
 // and a huge answer counts twice, in `content` and in `provider_raw`. Rather than lose the whole turn,
 // the message is changed as little as possible, and the change is recorded in `storage_note`.
-import { isPlainObject, type Message } from '../shared/llm/index.ts';
-import { shorten, wellFormed } from '../shared/text.ts';
+import { isPlainObject, type Message } from '../../shared/llm/index.ts';
+import { shorten, wellFormed } from '../../shared/text.ts';
 
 /** The most JSON characters one stored message may take: well inside any packet limit, even as 4-byte UTF-8. */
 export const MAX_STORED_CHARS = 100_000;

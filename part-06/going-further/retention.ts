@@ -1,20 +1,14 @@
-// Going further: deleting conversations everywhere they live: their rows (through memory.ts) and their trace files.
+// Going further: deleting conversations everywhere they live: their rows and their trace files.
 //
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.
 import { existsSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { logDir } from '../shared/config.ts';
-import {
-  conversationsOf,
-  deleteConversation,
-  describeConversation,
-  staleConversations,
-  withConversationLock,
-  ConversationBusy,
-  type ConversationSummary,
-} from './memory.ts';
-import { conversationTraceFile } from './trace.ts';
+import type { ResultSetHeader } from 'mysql2';
+import { query } from '../../shared/db.ts';
+import { describeConversation, type ConversationSummary } from '../stored-conversations.ts';
+import { conversationTraceFile } from '../trace.ts';
+import { ConversationBusy, withConversationLock } from './conversation-lock.ts';
 
 export interface Removed {
   conversationId: string;
@@ -27,21 +21,24 @@ export interface Removed {
  * waited for (at most 30 s), so a chat never writes to a conversation after it was deleted.
  * Undefined when there was nothing to delete.
  */
-export async function forgetConversation(conversationId: string): Promise<Removed | undefined> {
+export async function forgetConversation(
+  logDir: string,
+  conversationId: string,
+): Promise<Removed | undefined> {
   return withConversationLock(conversationId, async () => {
     const found = await describeConversation(conversationId);
     await deleteConversation(conversationId);
-    const [traceFile] = deleteTraceFiles([conversationTraceFile(conversationId)]);
+    const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversationId)]);
     if (!found && !traceFile) return undefined;
     return { conversationId, messages: found?.messages ?? 0, traceFile };
   });
 }
 
 /** Deletes every conversation of one customer, everywhere (a data-deletion request). */
-export async function forgetCustomer(customerId: number): Promise<Removed[]> {
+export async function forgetCustomer(logDir: string, customerId: number): Promise<Removed[]> {
   const removed: Removed[] = [];
   for (const id of await conversationsOf(customerId)) {
-    const done = await forgetConversation(id);
+    const done = await forgetConversation(logDir, id);
     if (done) removed.push(done);
   }
   return removed;
@@ -54,21 +51,21 @@ export interface PrunePlan {
 }
 
 /** What prune would delete: conversations not updated for `days` days, and old traces of no conversation. */
-export async function planPrune(days: number): Promise<PrunePlan> {
+export async function planPrune(logDir: string, days: number): Promise<PrunePlan> {
   const conversations = await staleConversations(days);
   const expiring = new Set(conversations.map((c) => c.id));
   const cutoff = Date.now() - days * 86_400_000;
   const orphanTraces: string[] = [];
 
   // Traces of conversations that no longer exist (deleted some other way, or never saved a turn).
-  for (const file of listTraceFiles(path.dirname(conversationTraceFile('x')))) {
+  for (const file of listTraceFiles(path.dirname(conversationTraceFile(logDir, 'x')))) {
     const id = path.basename(file, '.jsonl');
     if (expiring.has(id)) continue; // deleted with its conversation
     if (statSync(file).mtimeMs < cutoff && !(await describeConversation(id)))
       orphanTraces.push(file);
   }
   // Per-question traces written by the earlier chapters' ask.ts: they belong to no conversation.
-  for (const file of listTraceFiles(path.join(logDir(), 'traces'))) {
+  for (const file of listTraceFiles(path.join(logDir, 'traces'))) {
     if (statSync(file).mtimeMs < cutoff) orphanTraces.push(file);
   }
   return { conversations, orphanTraces };
@@ -81,7 +78,7 @@ export interface PruneResult {
 }
 
 /** Carries out a plan. A conversation is deleted only if it is still unused (a chat may have resumed it). */
-export async function prune(plan: PrunePlan, days: number): Promise<PruneResult> {
+export async function prune(logDir: string, plan: PrunePlan, days: number): Promise<PruneResult> {
   const result: PruneResult = { removed: [], busy: [] };
   for (const conversation of plan.conversations) {
     try {
@@ -90,7 +87,7 @@ export async function prune(plan: PrunePlan, days: number): Promise<PruneResult>
         conversation.id,
         async () => {
           if (!(await deleteConversation(conversation.id, days))) return;
-          const [traceFile] = deleteTraceFiles([conversationTraceFile(conversation.id)]);
+          const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversation.id)]);
           result.removed.push({
             conversationId: conversation.id,
             messages: conversation.messages,
@@ -109,8 +106,10 @@ export async function prune(plan: PrunePlan, days: number): Promise<PruneResult>
 }
 
 /** The trace files of these conversations that exist. */
-export function existingTraceFiles(conversationIds: string[]): string[] {
-  return conversationIds.map(conversationTraceFile).filter((file) => existsSync(file));
+export function existingTraceFiles(logDir: string, conversationIds: string[]): string[] {
+  return conversationIds
+    .map((id) => conversationTraceFile(logDir, id))
+    .filter((file) => existsSync(file));
 }
 
 /** Deletes files that exist; returns the ones it deleted. */
@@ -131,4 +130,38 @@ function listTraceFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((name) => name.endsWith('.jsonl'))
     .map((name) => path.join(dir, name));
+}
+
+/** The ids of every conversation of one customer. */
+async function conversationsOf(customerId: number): Promise<string[]> {
+  const rows = await query<Array<{ id: string }>>(
+    'SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at',
+    [customerId],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Conversations not updated for `days` days, oldest first. */
+async function staleConversations(days: number): Promise<ConversationSummary[]> {
+  return query<ConversationSummary[]>(
+    `SELECT c.id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
+            (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages
+       FROM conversations c JOIN customers cu ON cu.id = c.customer_id
+      WHERE c.updated_at < NOW(3) - INTERVAL ? DAY ORDER BY c.updated_at`,
+    [days],
+  );
+}
+
+/**
+ * Deletes a conversation and its messages (ON DELETE CASCADE); with `staleDays`, only if it is still
+ * unused for that long (a chat may have resumed it since it was listed). Returns whether a row went.
+ */
+async function deleteConversation(id: string, staleDays?: number): Promise<boolean> {
+  const result = await query<ResultSetHeader>(
+    staleDays === undefined
+      ? 'DELETE FROM conversations WHERE id = ?'
+      : 'DELETE FROM conversations WHERE id = ? AND updated_at < NOW(3) - INTERVAL ? DAY',
+    staleDays === undefined ? [id] : [id, staleDays],
+  );
+  return result.affectedRows > 0;
 }

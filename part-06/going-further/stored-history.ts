@@ -2,54 +2,60 @@
 //
 // Our own saves are all-or-nothing (memory.ts), but rows can also come from older code, a hand edit or a
 // crash in another program. Any of these may leave a tool call without its result, a result without its
-// call, an unknown role or invalid JSON, and one such row would make every later request fail.
+// call, an unknown role or text that is not JSON (MariaDB's JSON check accepts `{"a":1.}`, which
+// JSON.parse refuses), and one such row would make every later request fail.
 //
 // Damaged pieces are left out, not repaired. A made-up "interrupted" result would tell the model a tool
 // finished (or failed) when we do not know which: whether a ticket was created, say. Leaving the pieces
 // out keeps only what we know happened; the customer's question and the final answer stay.
 //
 // One thing is added: a turn that stops after its tool results (the process was killed between a saved
-// step and the answer) is closed with INTERRUPTED_ANSWER, so the next request is valid for every
-// provider and the model sees that the steps above it really happened.
+// step and the answer) is closed with the note a cancelled turn is saved with (interruptedAnswer), so the
+// next request is valid for every provider and the model sees what the steps above it did.
 import {
   isPlainObject,
   type AssistantMessage,
   type Message,
   type ToolMessage,
-} from '../shared/llm/index.ts';
-import { providerRawAgrees } from '../shared/llm/provider-raw.ts';
-
-/** Closes a turn whose answer never came: saved when a question is cancelled after a step, added on loading after a crash. */
-export const INTERRUPTED_ANSWER =
-  '(This answer was interrupted. The steps above it were carried out.)';
+} from '../../shared/llm/index.ts';
+import { providerRawAgrees } from '../../shared/llm/provider-raw.ts';
+import { printable } from '../../shared/text.ts';
+import { interruptedAnswer } from '../context.ts';
 
 export interface StoredRow {
-  id: number;
+  /** The message's number in its conversation. */
+  seq: number;
   role: string;
-  /** The JSON column: mysql2 parses it on MySQL (and on MariaDB since 3.23); older drivers give a string. */
-  data: unknown;
+  /** The JSON column as text, exactly as stored: read with CAST, so the driver never parses it. */
+  data: string;
 }
 
 export interface Damage {
-  id: number;
+  seq: number;
   reason: string;
 }
 
 export interface History {
   messages: Message[];
-  /** The row id of each message in `messages`; undefined for an INTERRUPTED_ANSWER added on loading. */
-  ids: Array<number | undefined>;
+  /** The seq of each message in `messages`; undefined for a closing note added on loading. */
+  seqs: Array<number | undefined>;
   damaged: Damage[];
+}
+
+/** "warning: conversation … left out damaged messages #3 (invalid JSON)": they stay in the database to inspect. */
+export function describeDamage(conversationId: string, damaged: Damage[]): string {
+  const list = damaged.map((d) => `#${d.seq} (${d.reason})`).join(', ');
+  return `warning: conversation ${conversationId}: left out damaged messages ${printable(list, { singleLine: true })}`;
 }
 
 export function readHistory(rows: StoredRow[]): History {
   // 1. Each row on its own: valid JSON, a known role, the fields that role needs.
-  const parsed: Array<{ id: number; message: Message }> = [];
+  const parsed: Array<{ seq: number; message: Message }> = [];
   const damaged: Damage[] = [];
   for (const row of rows) {
     const message = parseRow(row);
-    if (typeof message === 'string') damaged.push({ id: row.id, reason: message });
-    else parsed.push({ id: row.id, message });
+    if (typeof message === 'string') damaged.push({ seq: row.seq, reason: message });
+    else parsed.push({ seq: row.seq, message });
   }
 
   // 2. Calls and results in pairs: an assistant message's calls are answered by the tool messages right after it.
@@ -59,7 +65,7 @@ export function readHistory(rows: StoredRow[]): History {
     const current = parsed[i];
     const message = current.message;
     if (message.role === 'tool') {
-      damaged.push({ id: current.id, reason: 'tool result without its call' });
+      damaged.push({ seq: current.seq, reason: 'tool result without its call' });
       i++;
       continue;
     }
@@ -78,35 +84,40 @@ export function readHistory(rows: StoredRow[]): History {
         !results.some((r) => (r.message as ToolMessage).tool_call_id === callId)
       )
         results.push(result);
-      else damaged.push({ id: result.id, reason: 'tool result without its call' });
+      else damaged.push({ seq: result.seq, reason: 'tool result without its call' });
     }
     if (results.length === callIds.size) {
       kept.push(current, ...results);
     } else {
-      damaged.push({ id: current.id, reason: 'tool call without its result' });
+      damaged.push({ seq: current.seq, reason: 'tool call without its result' });
       for (const result of results)
-        damaged.push({ id: result.id, reason: 'result of a tool call left out' });
+        damaged.push({ seq: result.seq, reason: 'result of a tool call left out' });
     }
   }
 
-  damaged.sort((a, b) => a.id - b.id);
+  damaged.sort((a, b) => a.seq - b.seq);
   const closed = closeInterruptedTurns(kept);
-  return { messages: closed.map((k) => k.message), ids: closed.map((k) => k.id), damaged };
+  return { messages: closed.map((k) => k.message), seqs: closed.map((k) => k.seq), damaged };
 }
 
-/** 3. Every turn ends with an answer: one that stops after a tool step (or at its question) gets INTERRUPTED_ANSWER. */
+/** 3. Every turn ends with an answer: one that stops after a tool step (or at its question) gets a closing note. */
 function closeInterruptedTurns(
-  kept: Array<{ id: number; message: Message }>,
-): Array<{ id?: number; message: Message }> {
-  const result: Array<{ id?: number; message: Message }> = [];
+  kept: Array<{ seq: number; message: Message }>,
+): Array<{ seq?: number; message: Message }> {
+  const result: Array<{ seq?: number; message: Message }> = [];
+  let turnStart = 0;
   const close = () => {
     const last = result.at(-1)?.message;
     const answered = last?.role === 'assistant' && !last.tool_calls?.length;
-    if (last && !answered)
-      result.push({ message: { role: 'assistant', content: INTERRUPTED_ANSWER } });
+    if (!last || answered) return;
+    const turn = result.slice(turnStart).map((entry) => entry.message);
+    result.push({ message: { role: 'assistant', content: interruptedAnswer(turn) } });
   };
   for (const entry of kept) {
-    if (entry.message.role === 'user') close();
+    if (entry.message.role === 'user') {
+      close();
+      turnStart = result.length;
+    }
     result.push(entry);
   }
   close();
@@ -115,13 +126,11 @@ function closeInterruptedTurns(
 
 /** The message, or why it cannot be used. */
 function parseRow(row: StoredRow): Message | string {
-  let data = row.data;
-  if (typeof data === 'string') {
-    try {
-      data = JSON.parse(data);
-    } catch {
-      return 'invalid JSON';
-    }
+  let data: unknown;
+  try {
+    data = JSON.parse(row.data);
+  } catch {
+    return 'invalid JSON';
   }
   if (!isPlainObject(data)) return 'not a message object';
   if (data.role !== 'user' && data.role !== 'assistant' && data.role !== 'tool')

@@ -1,0 +1,129 @@
+// Going further: the chat's input, typed or piped: lines wait in a queue while Nimbus works, and Ctrl-C can empty it.
+//
+// A terminal is read with readline (editing, history, a prompt). Piped input is split at "\n" only:
+// readline would also split at a carriage return inside a line. Either way, lines that arrive while
+// Nimbus is answering wait their turn, so a pasted block of 200 lines is 200 questions: Ctrl-C
+// cancels the current one and drops the rest, instead of leaving 199 to run.
+import readline from 'node:readline';
+import { printable } from '../../shared/text.ts';
+
+export class LineInput {
+  private readonly waiting: string[] = [];
+  private reader?: (line: string | undefined) => void;
+  private ended = false;
+  private readonly rl?: readline.Interface;
+  private onInterrupt: () => boolean = () => false;
+
+  constructor(private readonly input: NodeJS.ReadStream = process.stdin) {
+    if (input.isTTY) {
+      this.rl = readline.createInterface({ input, output: process.stdout, prompt: 'You: ' });
+      this.rl.on('line', (line) => this.push(line));
+      this.rl.on('close', () => this.end());
+      this.rl.on('SIGINT', () => this.interrupt()); // Ctrl-C typed in a terminal
+    } else {
+      void this.readPiped();
+    }
+    process.on('SIGINT', this.interrupt); // a SIGINT signal, e.g. when the input is piped from a file
+  }
+
+  /** Whether a person is typing (a terminal) rather than a file or a pipe. */
+  get interactive(): boolean {
+    return this.rl !== undefined;
+  }
+
+  /**
+   * Ctrl-C goes to `handler` first: it returns true when it cancelled something. Otherwise Ctrl-C
+   * clears a half-typed line, and at an empty prompt ends the input.
+   */
+  setInterruptHandler(handler: () => boolean): void {
+    this.onInterrupt = handler;
+  }
+
+  /** The next line, after showing the prompt; undefined at the end of the input. */
+  async next(): Promise<string | undefined> {
+    const line = this.waiting.shift();
+    if (line !== undefined) {
+      // Typed (or piped) while Nimbus was working: shown after the prompt, so the session reads in order.
+      console.log(`You: ${printable(line)}`);
+      return line;
+    }
+    if (this.rl) this.rl.prompt();
+    else process.stdout.write('You: ');
+    if (this.ended) return undefined;
+    const next = await new Promise<string | undefined>((resolve) => (this.reader = resolve));
+    // A piped line is not echoed by a terminal: print it, so the output reads like a session.
+    if (next !== undefined && !this.rl) console.log(printable(next));
+    return next;
+  }
+
+  /** Drops the lines waiting to be asked; returns how many there were. */
+  dropWaiting(): number {
+    return this.waiting.splice(0).length;
+  }
+
+  /** Asks one question outside the chat (a yes/no); '' when Ctrl-C or the end of input answers it. */
+  async question(text: string): Promise<string> {
+    if (!this.rl) return '';
+    const controller = new AbortController();
+    const previous = this.onInterrupt;
+    this.onInterrupt = () => (controller.abort(), true);
+    try {
+      return await new Promise<string>((resolve) => {
+        controller.signal.addEventListener('abort', () => resolve(''));
+        this.rl!.question(text, { signal: controller.signal }, resolve);
+      });
+    } finally {
+      this.onInterrupt = previous;
+      if (controller.signal.aborted) console.log();
+    }
+  }
+
+  close(): void {
+    process.off('SIGINT', this.interrupt);
+    this.rl?.close();
+    this.end();
+  }
+
+  private push(line: string): void {
+    const reader = this.reader;
+    this.reader = undefined;
+    if (reader) reader(line);
+    else this.waiting.push(line);
+  }
+
+  private end(): void {
+    this.ended = true;
+    this.reader?.(undefined);
+    this.reader = undefined;
+  }
+
+  private readonly interrupt = (): void => {
+    if (this.onInterrupt()) return;
+    if (this.rl?.line) {
+      this.rl.write(null, { ctrl: true, name: 'e' });
+      this.rl.write(null, { ctrl: true, name: 'u' });
+      return;
+    }
+    if (!this.rl) this.input.destroy();
+    this.close();
+  };
+
+  private async readPiped(): Promise<void> {
+    this.input.setEncoding('utf8');
+    let buffer = '';
+    try {
+      for await (const chunk of this.input) {
+        buffer += chunk;
+        for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
+          this.push(buffer.slice(0, end).replace(/\r$/, ''));
+          buffer = buffer.slice(end + 1);
+        }
+      }
+      if (buffer) this.push(buffer.replace(/\r$/, ''));
+    } catch (error) {
+      // Ctrl-C at an empty prompt destroys the input: that is the end of the chat, not an error.
+      if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
+    }
+    this.end();
+  }
+}

@@ -1,0 +1,11 @@
+// The memory budget from .env, read once by each script at start and passed down: no module below reads .env.
+import { integerSetting } from '../shared/config.ts';
+import { DEFAULT_MAX_CHARS, DEFAULT_RECENT_TURNS, type MemoryBudget } from './context.ts';
+
+/** MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS, or the defaults; a bad value is one sentence naming it. */
+export function memoryBudget(): MemoryBudget {
+  return {
+    maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_MAX_CHARS, 1),
+    recentTurns: integerSetting('MEMORY_RECENT_TURNS', DEFAULT_RECENT_TURNS, 1),
+  };
+}
