@@ -53,7 +53,7 @@ export async function runAgent(
   customer: Customer,
   options: AgentOptions,
 ): Promise<AgentResult> {
-  const trace = new Trace({ dir: options.logDir, quiet: options.quiet });
+  const trace = new Trace(options);
   trace.event('start', { question, customer_id: customer.id });
   // The history grows within this question: every request carries everything so far.
   const messages: Message[] = [
@@ -117,12 +117,7 @@ export async function runAgent(
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context);
-      trace.event('tool_result', {
-        step,
-        name: call.name,
-        result,
-        ...(exception ? { exception } : {}),
-      });
+      trace.event('tool_result', { step, name: call.name, result, exception });
       messages.push({
         role: 'tool',
         tool_call_id: call.id,

@@ -18,7 +18,7 @@ export type TraceEventType =
 
 export interface TraceOptions {
   /** The folder traces go in (LOG_DIR, checked at start). */
-  dir: string;
+  logDir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
 }
@@ -37,7 +37,7 @@ export class Trace {
   constructor(options: TraceOptions) {
     this.quiet = options.quiet ?? false;
     const started = new Date().toISOString().replace(/[:.]/g, '-');
-    this.file = path.join(options.dir, 'traces', `${started}_${this.id}.jsonl`);
+    this.file = path.join(options.logDir, 'traces', `${started}_${this.id}.jsonl`);
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */

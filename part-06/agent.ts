@@ -1,7 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each step is saved as it completes.
 import type { LlmSettings } from '../shared/config.ts';
 import {
-  chatWithTools,
   describeRetry,
   ProviderError,
   streamWithTools,
@@ -9,7 +8,7 @@ import {
   type Message,
   type Usage,
 } from '../shared/llm/index.ts';
-import { interruptedAnswer, type Context } from './context.ts';
+import { interruptedAnswer } from './context.ts';
 import type {
   CallCost,
   Conversation,
@@ -21,16 +20,13 @@ import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
 import { TOOL_DEFINITIONS, type ToolContext } from './tools.ts';
-import { Trace } from './trace.ts';
+import { memoryEvent, Trace } from './trace.ts';
 
 /**
  * The most model calls one question may take. Real questions need two or three (look up, check,
  * answer); a model going in circles is stopped here instead of running up a bill.
  */
 export const MAX_STEPS = 6;
-/** The longest question accepted: plenty for support, and it is stored and sent with later turns. */
-export const MAX_QUESTION_CHARS = 4000;
-
 export const STEP_LIMIT_ANSWER =
   'Sorry, this is taking more steps than expected. Our support team will help: email support@kestrel.example.';
 export const API_ERROR_ANSWER =
@@ -67,21 +63,10 @@ export interface AgentOptions {
   quiet?: boolean;
   /** Cancels the question (Ctrl-C): runAgent then throws TurnCancelled. */
   signal?: AbortSignal;
-  /** Streams the model's text as it is written; without it each reply arrives whole. */
+  /** Told each piece of the model's text as it is written (the answer streams in). */
   onText?: (text: string, step: number) => void;
   /** Where the trace's terminal lines go (default: stderr), so a streamed answer can make room. */
   onTraceLine?: (line: string) => void;
-}
-
-/** The question was longer than MAX_QUESTION_CHARS: refused before the model is called. */
-export class QuestionTooLong extends Error {
-  override name = 'QuestionTooLong';
-  constructor(length: number) {
-    const n = (x: number) => x.toLocaleString('en-US');
-    super(
-      `That question is ${n(length)} characters long; the limit is ${n(MAX_QUESTION_CHARS)}. Please shorten it.`,
-    );
-  }
 }
 
 /** The question was cancelled before it finished. `kept` says whether its steps are on record. */
@@ -105,14 +90,9 @@ export async function runAgent(
   conversation: Conversation,
   options: AgentOptions,
 ): Promise<AgentResult> {
-  if (question.length > MAX_QUESTION_CHARS) throw new QuestionTooLong(question.length);
   // Earlier turns, loaded once and trimmed to the memory budget (context.ts explains how).
   const history = await options.store.loadContext(conversation);
-  const trace = new Trace(conversation.id, {
-    dir: options.logDir,
-    quiet: options.quiet,
-    onLine: options.onTraceLine,
-  });
+  const trace = new Trace(conversation.id, options);
   trace.event('start', { question, customer_id: customer.id });
   trace.event('memory', memoryEvent(history));
 
@@ -128,7 +108,7 @@ export async function runAgent(
     const reply = await askModel(request, step, options, trace, turn);
     if ('outcome' in reply) return reply; // the provider failed: the turn ended with a fallback
     const ms = Date.now() - started;
-    const cost: CallCost = { ...turn.count(reply), request_chars: requestChars(request) };
+    const cost = costOf(reply, request);
     if (reply.tool_calls.length === 0) {
       trace.event('final_answer', { step, ms });
       const answer = reply.text.trim();
@@ -142,12 +122,7 @@ export async function runAgent(
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context);
-      trace.event('tool_result', {
-        step,
-        name: call.name,
-        result,
-        ...(exception && { exception }),
-      });
+      trace.event('tool_result', { step, name: call.name, result, exception });
       turn.add({
         role: 'tool',
         tool_call_id: call.id,
@@ -179,13 +154,11 @@ async function askModel(
       trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs }),
   };
   try {
-    const { onText } = options;
-    return onText
-      ? await streamWithTools(options.llm, request, TOOL_DEFINITIONS, {
-          ...call,
-          onText: (text) => onText(text, step),
-        })
-      : await chatWithTools(options.llm, request, TOOL_DEFINITIONS, call);
+    // Streamed, so a person can read the answer while the rest is written (see onText).
+    return await streamWithTools(options.llm, request, TOOL_DEFINITIONS, {
+      ...call,
+      onText: (text) => options.onText?.(text, step),
+    });
   } catch (error) {
     if (options.signal?.aborted) throw await turn.cancel(step);
     // A wrong key or model name is the developer's to fix: stop with that message, not an apology.
@@ -194,15 +167,11 @@ async function askModel(
       throw error;
     }
     const refused = error.kind === 'bad_request';
-    trace.event('api_error', {
-      step,
-      message: error.message,
-      status: error.status,
-      kind: error.kind,
-    });
+    const { message, status, kind } = error;
+    trace.event('api_error', { step, message, status, kind });
     const answer = refused ? REFUSED_ANSWER : API_ERROR_ANSWER;
     const result = await turn.finish(answer, refused ? 'refused' : 'api_error', step);
-    return { ...result, problem: error.message };
+    return { ...result, problem: message };
   }
 }
 
@@ -225,20 +194,12 @@ class TurnInProgress {
     this.add({ role: 'user', content: question });
   }
 
+  /** Adds a message; `cost` is what the model call that wrote it cost, counted into the question's usage. */
   add(message: StoredMessage, cost?: CallCost): void {
     this.messages.push(message);
     this.unsaved.push({ message, cost });
-  }
-
-  /** Adds a reply's tokens to the question's total; returns them for the message that paid for them. */
-  count(reply: ChatResult): Omit<CallCost, 'request_chars'> {
-    const tokens = {
-      input_tokens: reply.usage?.input_tokens ?? 0,
-      output_tokens: reply.usage?.output_tokens ?? 0,
-    };
-    this.usage.input_tokens += tokens.input_tokens;
-    this.usage.output_tokens += tokens.output_tokens;
-    return tokens;
+    this.usage.input_tokens += cost?.input_tokens ?? 0;
+    this.usage.output_tokens += cost?.output_tokens ?? 0;
   }
 
   async save(step: number): Promise<void> {
@@ -264,10 +225,9 @@ class TurnInProgress {
   ): Promise<AgentResult> {
     this.add(reply.message ?? { role: 'assistant', content: answer }, reply.cost);
     await this.save(step);
-    const saveError = this.saveError;
-    this.trace.event('end', { answer, outcome, steps: step, tokens: this.usage, saveError });
-    const result = { answer, outcome, steps: step, usage: this.usage, traceFile: this.trace.file };
-    return saveError ? { ...result, saveError } : result;
+    const { saveError, usage } = this;
+    this.trace.event('end', { answer, outcome, steps: step, tokens: usage, saveError });
+    return { answer, outcome, steps: step, usage, traceFile: this.trace.file, saveError };
   }
 
   /**
@@ -289,21 +249,11 @@ class TurnInProgress {
   }
 }
 
-/** What the request costs in characters, the tool definitions included: shown beside real tokens. */
-function requestChars(request: Message[]): number {
-  return JSON.stringify(request).length + JSON.stringify(TOOL_DEFINITIONS).length;
-}
-
-/** The trace's 'memory' event: how the earlier turns were trimmed (trace.ts prints it as one line). */
-function memoryEvent(history: Context & { readAll?: boolean }) {
-  const count = (fate: string) => history.turns.filter((t) => t.fate === fate).length;
+/** What a model call cost: the provider's token counts, and the characters sent (tools included). */
+function costOf(reply: ChatResult, request: Message[]): CallCost {
   return {
-    full: count('full'),
-    compacted: count('compacted'),
-    dropped: count('dropped'),
-    // A loader that stops reading once older turns would all be dropped has not counted those.
-    read_all: history.readAll ?? true,
-    chars: history.chars,
-    max_chars: history.budget.maxChars,
+    input_tokens: reply.usage?.input_tokens ?? 0,
+    output_tokens: reply.usage?.output_tokens ?? 0,
+    request_chars: JSON.stringify(request).length + JSON.stringify(TOOL_DEFINITIONS).length,
   };
 }

@@ -1,19 +1,22 @@
 // Ask Nimbus one question within a conversation; it remembers earlier questions of the same conversation.
-import { dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings } from '../shared/config.ts';
+import { conversationId, dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { ensureLogDir, llmSettings, memoryBudget } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { QuestionTooLong, runAgent } from './agent.ts';
-import { conversationId } from './conversation-id.ts';
+import { DEFAULT_BUDGET } from './context.ts';
+import { runAgent, type AgentResult } from './agent.ts';
 import { describeIndexStatus, indexStatus } from './embedding-index.ts';
 import { findConversation, newConversation } from './memory.ts';
 import { describeCustomer, signIn } from './session.ts';
-import { memoryBudget } from './settings.ts';
 import { ensureDatabase } from './setup-database.ts';
 // Going further: the store and the lock that make a question survive real use, as in chat.ts.
-import { withConversationLock } from './going-further/conversation-lock.ts';
+import {
+  WAITING_FOR_OTHER_QUESTION,
+  withConversationLock,
+} from './going-further/conversation-lock.ts';
 import { hardenedStore } from './going-further/hardened-store.ts';
 import { describeDamage } from './going-further/stored-history.ts';
+import { checkQuestion } from './going-further/question-limit.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
 
@@ -39,7 +42,7 @@ await runMain(async () => {
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const budget = memoryBudget();
+  const budget = memoryBudget(DEFAULT_BUDGET);
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   if (!values.quiet)
@@ -55,45 +58,36 @@ await runMain(async () => {
     console.error(`Conversation ${requested} was not found; starting a new one.`);
   conversation ??= newConversation(customer.id);
 
-  let result;
-  try {
-    const store = hardenedStore(budget, {
-      onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
-    });
-    const options = { llm, logDir, store, quiet: values.quiet };
-    const onWait = () =>
-      console.error(
-        dim('(Waiting for another question in this conversation to finish…)', process.stderr),
-      );
-    result = await withConversationLock(
-      conversation.id,
-      () => runAgent(question, customer, conversation, options),
-      { onWait },
-    );
-  } catch (error) {
-    if (error instanceof QuestionTooLong) throw new UsageError(error.message);
-    throw error;
-  }
+  checkQuestion(question); // a usage error: too long to be worth sending
+  const store = hardenedStore(budget, {
+    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+  });
+  const options = { llm, logDir, store, quiet: values.quiet };
+  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
+  const result = await withConversationLock(
+    conversation.id,
+    () => runAgent(question, customer, conversation, options),
+    { onWait },
+  );
+  const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
+  return report(result, conversation.id, as);
+}, USAGE);
+
+/**
+ * Prints the answer, then on stderr how it went and the command for a follow-up (with `as`, the
+ * --customer it was asked as: a conversation continues only as its customer). Returns the exit code:
+ * a fallback apology is printed for the customer, but scripts should see that something failed.
+ */
+function report(result: AgentResult, conversationId: string, as: string): number {
   console.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
-  console.error(
-    dim(
-      `(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`,
-      process.stderr,
-    ),
-  );
+  const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
+  console.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, process.stderr));
+  if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
   if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}`);
   else {
-    // A conversation continues only as its customer, so a --customer given now belongs in the hint.
-    const as =
-      values.customer === undefined
-        ? ''
-        : ` --customer=${printable(customer.email, { singleLine: true })}`;
-    console.error(
-      `Conversation ${conversation.id}: ask a follow-up with ${commandFor(import.meta.url, `--conversation=${conversation.id}${as} "…"`)}`,
-    );
+    const followUp = commandFor(import.meta.url, `--conversation=${conversationId}${as} "…"`);
+    console.error(printable(`Conversation ${conversationId}: ask a follow-up with ${followUp}`));
   }
-  // A fallback apology is still printed for the customer, but scripts should see that something failed.
-  if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
   return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
-}, USAGE);
+}

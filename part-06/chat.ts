@@ -1,27 +1,25 @@
 // Chat with Nimbus in the terminal: answers appear as they are written, and every step is saved, so a conversation can be resumed.
-import { dim, parseFlags, runMain } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings } from '../shared/config.ts';
-import { DatabaseCancelled, DatabaseError } from '../shared/db.ts';
+import { conversationId, dim, parseFlags, runMain } from '../shared/cli.ts';
+import { ensureLogDir, llmSettings, memoryBudget } from '../shared/config.ts';
+import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import {
-  QuestionTooLong,
-  runAgent,
-  TurnCancelled,
-  type AgentOptions,
-  type AgentResult,
-} from './agent.ts';
-import { conversationId } from './conversation-id.ts';
+import { DEFAULT_BUDGET } from './context.ts';
+import { runAgent, TurnCancelled, type AgentOptions } from './agent.ts';
 import { findConversation, newConversation, type Conversation } from './memory.ts';
 import { describeCustomer, signIn, type Customer } from './session.ts';
-import { memoryBudget } from './settings.ts';
 import { ensureDatabase } from './setup-database.ts';
 // Going further: what makes the chat survive real use, wired in here and nowhere else.
-import { withConversationLock } from './going-further/conversation-lock.ts';
+import {
+  WAITING_FOR_OTHER_QUESTION,
+  withConversationLock,
+} from './going-further/conversation-lock.ts';
 import { ConversationDeleted, hardenedStore } from './going-further/hardened-store.ts';
 import { offerToBuildIndex } from './going-further/index-offer.ts';
 import { LineInput } from './going-further/line-input.ts';
 import { describeDamage } from './going-further/stored-history.ts';
+import { answerPrinter } from './going-further/answer-printer.ts';
+import { checkQuestion, QuestionTooLong } from './going-further/question-limit.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
@@ -31,11 +29,7 @@ leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed m
 empty prompt it leaves. --quiet hides the step-by-step trace lines.`;
 
 /** Everything a question needs besides its text: who asks, where, and how the agent runs. */
-interface Chat {
-  customer: Customer;
-  conversation: Conversation;
-  options: AgentOptions;
-}
+type Chat = { customer: Customer; conversation: Conversation; options: AgentOptions };
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -50,7 +44,7 @@ await runMain(async () => {
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const budget = memoryBudget();
+  const budget = memoryBudget(DEFAULT_BUDGET);
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -88,13 +82,10 @@ await runMain(async () => {
 /** Reads questions until exit, Ctrl-D or the end of the input; Ctrl-C cancels the one in progress. */
 async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
   let working: AbortController | undefined;
+  // Ctrl-C cancels the question in progress (and the line input drops the lines typed meanwhile).
   lines.setInterruptHandler(() => {
-    if (!working) return false;
-    working.abort();
-    const dropped = lines.dropWaiting();
-    if (dropped)
-      console.log(dim(`(Dropped ${dropped} line${dropped === 1 ? '' : 's'} typed meanwhile.)`));
-    return true;
+    working?.abort();
+    return working !== undefined;
   });
   try {
     for (let line = await lines.next(); line !== undefined; line = await lines.next()) {
@@ -116,15 +107,10 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
 
 /** One question. What goes wrong with it is said in one line and the chat goes on, except a setup problem. */
 async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<void> {
-  const out = answerPrinter();
-  const onWait = () =>
-    console.error(
-      dim(
-        '(Waiting for another window to finish its question in this conversation…)',
-        process.stderr,
-      ),
-    );
+  const out = answerPrinter(); // the answer as it streams in, the trace lines around it
+  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   try {
+    checkQuestion(question);
     const options = { ...chat.options, signal, onText: out.text, onTraceLine: out.traceLine };
     const result = await withConversationLock(
       chat.conversation.id,
@@ -139,7 +125,6 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
       console.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
       return ask(question, chat, signal);
     }
-    if (error instanceof DatabaseCancelled) error = new TurnCancelled('nothing'); // Ctrl-C while waiting
     if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
     // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
     else if (error instanceof QuestionTooLong || error instanceof DatabaseError) {
@@ -148,42 +133,4 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
   }
-}
-
-/**
- * Prints an answer as it streams in, after "Nimbus: ", escaped like everything from a model (each
- * character on its own, so an escape sequence split across two pieces is still made visible). The
- * trace's lines get lines of their own around it. (A function, not a class: the chat above runs
- * before a class declared down here would exist.)
- */
-function answerPrinter() {
-  let midLine = false;
-  let step = 0;
-  const breakLine = () => {
-    if (midLine) process.stdout.write('\n');
-    midLine = false;
-  };
-  return {
-    breakLine,
-    text(text: string, textStep: number): void {
-      if (textStep !== step) breakLine(); // a new model call, after tool steps
-      if (!midLine) process.stdout.write('Nimbus: ');
-      process.stdout.write(printable(text));
-      midLine = true;
-      step = textStep;
-    },
-    traceLine(line: string): void {
-      breakLine();
-      console.error(dim(line, process.stderr));
-    },
-    /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
-    finish(result: AgentResult): void {
-      breakLine();
-      if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
-      console.log();
-      // Not an outage: the provider called the request invalid, and its words say why.
-      if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
-      if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
-    },
-  };
 }

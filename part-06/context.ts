@@ -13,19 +13,15 @@
 import type { AssistantMessage, Message, ToolMessage } from '../shared/llm/index.ts';
 import { shorten } from '../shared/text.ts';
 
-/** Turns kept full unless MEMORY_RECENT_TURNS says otherwise: a follow-up and the question before it. */
-export const DEFAULT_RECENT_TURNS = 2;
-/**
- * The history budget unless MEMORY_MAX_CHARS says otherwise, in characters of JSON (about 3,000
- * tokens). It bounds what every request costs however long the conversation runs; the current
- * question's own steps come on top.
- */
-export const DEFAULT_MAX_CHARS = 12_000;
-
 export interface MemoryBudget {
+  /** Characters of JSON (12,000 is about 3,000 tokens): what any request's history may cost at most. */
   maxChars: number;
+  /** Turns kept full: two covers a follow-up and the question before it. */
   recentTurns: number;
 }
+
+/** The budget unless MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env say otherwise. */
+export const DEFAULT_BUDGET: MemoryBudget = { maxChars: 12_000, recentTurns: 2 };
 
 export type Turn = Message[];
 

@@ -38,35 +38,26 @@ export function turnsView(
   rows: StoredMessageRow[],
   history: ReadHistory,
 ): string[] {
-  const lines: string[] = [];
-  const print = (line: string) => lines.push(line);
-  print(
+  const lines = [
     `Conversation ${conversation.id} of ${safe(conversation.customer_name)} (${safe(conversation.customer_email)}): ` +
       `${count(rows.length, 'message')} in ${count(splitIntoTurns(history.messages).length, 'turn')}, ` +
       `started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
-  );
+  ];
   const bySeq = new Map(rows.map((row) => [row.seq, row]));
   const damaged = new Map(history.damaged.map((d) => [d.seq, d.reason]));
-  const total = { in: 0, out: 0, calls: 0 };
+  const total = new Tally();
+  let turn = new Tally();
   let turnNumber = 0;
-  let turnCost = { in: 0, out: 0, calls: 0 };
-  const endTurn = () => {
-    if (turnNumber > 0 && turnCost.calls)
-      print(
-        dim(
-          `    ${count(turnCost.calls, 'model call')}: ${n(turnCost.in)} input + ${n(turnCost.out)} output tokens`,
-        ),
-      );
-  };
   // Rows and kept messages are both in seq order: one cursor walks the rows, showing the damaged ones in place.
   let cursor = 0;
   const showDamagedBefore = (seq: number) => {
     for (; cursor < rows.length && rows[cursor].seq < seq; cursor++) {
-      const row = rows[cursor];
-      if (!damaged.has(row.seq)) continue;
-      print(
-        `  #${row.seq} [left out: ${safe(damaged.get(row.seq)!)}] ${safe(row.role)}: ${safe(shorten(row.data, 120))}`,
-      );
+      const { seq: at, role, data } = rows[cursor];
+      const reason = damaged.get(at);
+      if (reason)
+        lines.push(
+          `  #${at} [left out: ${safe(reason)}] ${safe(role)}: ${safe(shorten(data, 120))}`,
+        );
     }
   };
 
@@ -74,38 +65,46 @@ export function turnsView(
     const seq = history.seqs[i];
     if (seq !== undefined) showDamagedBefore(seq);
     if (message.role === 'user' || turnNumber === 0) {
-      endTurn();
-      turnNumber++;
-      turnCost = { in: 0, out: 0, calls: 0 };
-      print(`Turn ${turnNumber}`);
+      if (turn.calls) lines.push(dim(`    ${turn}`));
+      turn = new Tally();
+      lines.push(`Turn ${++turnNumber}`);
     }
-    if (seq === undefined)
-      return void print(
-        dim(
-          `  (not stored) ${describeMessage(message)} — added when sent, because the answer never came`,
-        ),
-      );
+    if (seq === undefined) {
+      const why = 'added when sent, because the answer never came';
+      return void lines.push(dim(`  (not stored) ${describeMessage(message)} — ${why}`));
+    }
     const row = bySeq.get(seq)!;
     const note = row.storage_note ? dim(` [stored with changes: ${safe(row.storage_note)}]`) : '';
-    print(`  #${seq} ${describeMessage(message)}${note}`);
-    if (row.input_tokens !== null) {
-      turnCost = {
-        in: turnCost.in + row.input_tokens,
-        out: turnCost.out + (row.output_tokens ?? 0),
-        calls: turnCost.calls + 1,
-      };
-      total.in += row.input_tokens;
-      total.out += row.output_tokens ?? 0;
-      total.calls++;
-    }
+    lines.push(`  #${seq} ${describeMessage(message)}${note}`);
+    turn.add(row);
+    total.add(row);
   });
   showDamagedBefore(Number.MAX_SAFE_INTEGER);
-  endTurn();
-  print(
-    `Tokens: ${n(total.in)} input + ${n(total.out)} output over ${count(total.calls, 'model call')}.`,
-  );
-  print(dim(TAG_LEGEND));
+  if (turn.calls) lines.push(dim(`    ${turn}`));
+  lines.push(`Tokens: ${total.tokens} over ${count(total.calls, 'model call')}.`, dim(TAG_LEGEND));
   return lines;
+}
+
+/** The tokens of the model calls that wrote some rows (each assistant row records its call's). */
+class Tally {
+  input = 0;
+  output = 0;
+  calls = 0;
+
+  add(row: StoredMessageRow): void {
+    if (row.input_tokens === null) return;
+    this.input += row.input_tokens;
+    this.output += row.output_tokens ?? 0;
+    this.calls++;
+  }
+
+  get tokens(): string {
+    return `${n(this.input)} input + ${n(this.output)} output`;
+  }
+
+  toString(): string {
+    return `${count(this.calls, 'model call')}: ${this.tokens} tokens`;
+  }
 }
 
 /** The turn-by-turn view of buildContext: each turn's fate and size, the budget, then the exact messages. */

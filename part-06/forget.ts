@@ -1,9 +1,8 @@
 // Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
-import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { logDir } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { conversationId } from './conversation-id.ts';
 import { lookUpCustomer } from './session.ts';
 import { checkDatabase } from './setup-database.ts';
 import { forgetConversation, forgetCustomer, type Removed } from './going-further/retention.ts';

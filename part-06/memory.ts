@@ -1,6 +1,6 @@
 // Conversation memory in MySQL: conversations, their messages in order, and the plain store the agent uses.
 import { randomBytes } from 'node:crypto';
-import type { PoolConnection } from 'mysql2/promise';
+import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { query, withTransaction } from '../shared/db.ts';
 import type { Message, SystemMessage } from '../shared/llm/index.ts';
 import { buildContext, type Context, type MemoryBudget } from './context.ts';
@@ -22,15 +22,10 @@ export function newConversation(customerId: number): Conversation {
 }
 
 /** The customer's own conversation with this id. Another customer's is "not found", like a missing one. */
-export async function findConversation(
-  id: string,
-  customerId: number,
-): Promise<Conversation | undefined> {
-  const rows = await query<unknown[]>(
-    'SELECT 1 FROM conversations WHERE id = ? AND customer_id = ?',
-    [id, customerId],
-  );
-  return rows.length ? { id, customerId, saved: true } : undefined;
+export async function findConversation(id: string, customerId: number) {
+  const sql = 'SELECT 1 FROM conversations WHERE id = ? AND customer_id = ?';
+  const found = (await query<unknown[]>(sql, [id, customerId])).length > 0;
+  return found ? { id, customerId, saved: true } : undefined;
 }
 
 /** What the model call that wrote a message cost: the provider's tokens and the characters we sent. */
@@ -88,7 +83,7 @@ export async function saveMessages(
       [conversation.id, conversation.customerId],
     );
     // FOR UPDATE: a second writer waits here until this one commits, then counts on from its messages.
-    const [[{ last }]] = await db.query<Array<{ last: number } & RowPacket>>(
+    const [[{ last }]] = await db.query<Array<{ last: number } & RowDataPacket>>(
       'SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE conversation_id = ? FOR UPDATE',
       [conversation.id],
     );
@@ -96,8 +91,6 @@ export async function saveMessages(
   });
   conversation.saved = true;
 }
-
-type RowPacket = import('mysql2').RowDataPacket;
 
 /** Inserts messages numbered from `firstSeq`, in one statement: `VALUES ?` with rows is one round trip. */
 export async function insertMessages(

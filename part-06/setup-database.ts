@@ -11,7 +11,6 @@ import { printable } from '../shared/text.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
-import { lockConversations } from './going-further/conversation-lock.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -182,21 +181,17 @@ export async function planReset(): Promise<ResetPlan> {
   }
 }
 
-/** Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts calls this. */
+/**
+ * Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts
+ * calls this; `beforeDropping` runs on the same connection first, with the setup lock held.
+ */
 export async function resetDatabase(
   log: (line: string) => void = console.log,
   llm?: LlmSettings | ConfigError,
+  beforeDropping?: (db: mysql.Connection) => Promise<void>,
 ): Promise<void> {
   await withSetupConnection(async (db, database) => {
-    // A question being answered is waited for, and any later one finds its conversation gone: none
-    // writes a message or a trace after the reset deleted them.
-    if (!(await missingTables(db, database)).includes('conversations')) {
-      const [rows] = await db.query<mysql.RowDataPacket[]>('SELECT id FROM conversations');
-      await lockConversations(
-        db,
-        rows.map((row) => row.id),
-      );
-    }
+    await beforeDropping?.(db);
     // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
     await db.query('SET FOREIGN_KEY_CHECKS = 0');
     for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);

@@ -4,6 +4,7 @@ import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor } from '../shared/hints.ts';
 import { llmSettingsOrError, logDir } from '../shared/config.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
+import { lockConversations } from './going-further/conversation-lock.ts';
 import { deleteTraceFiles, existingTraceFiles } from './going-further/retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
@@ -26,7 +27,11 @@ await runMain(async () => {
       return 1;
     }
   }
-  await resetDatabase(console.log, llmSettingsOrError());
+  // Questions being answered are waited for, and later ones find their conversation gone: none writes
+  // a message or a trace after the reset deleted them.
+  await resetDatabase(console.log, llmSettingsOrError(), (db) =>
+    lockConversations(db, plan.conversations),
+  );
   const deleted = deleteTraceFiles(traces);
   if (deleted.length) console.log(`Deleted ${count(deleted.length, 'trace file')}.`);
 }, USAGE);

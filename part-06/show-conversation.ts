@@ -1,11 +1,10 @@
 // Shows what memory holds: recent conversations, one conversation turn by turn, or how the next context is built.
-import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { memoryBudget } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable, printableJson } from '../shared/text.ts';
-import { buildContext, type MemoryBudget } from './context.ts';
-import { conversationId } from './conversation-id.ts';
+import { buildContext, DEFAULT_BUDGET, type MemoryBudget } from './context.ts';
 import { contextView, exportConversation, listView, turnsView } from './conversation-view.ts';
-import { memoryBudget } from './settings.ts';
 import { checkDatabase } from './setup-database.ts';
 import { describeConversation, listConversations, loadRows } from './stored-conversations.ts';
 // Going further: rows are read defensively, so a damaged one is shown as such instead of failing the view.
@@ -41,7 +40,7 @@ await runMain(async () => {
   }
   if (!values.context && (values.budget !== undefined || values.recent !== undefined))
     throw new UsageError('--budget and --recent go with --context.');
-  const configured = memoryBudget();
+  const configured = memoryBudget(DEFAULT_BUDGET);
   const budget: MemoryBudget = {
     maxChars:
       values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { dim } from '../shared/cli.ts';
 import { makeFolders } from '../shared/config.ts';
 import { printable, printableJson, shorten } from '../shared/text.ts';
+import type { Context } from './context.ts';
 
 export type TraceEventType =
   | 'start'
@@ -21,11 +22,11 @@ export type TraceEventType =
 
 export interface TraceOptions {
   /** The folder traces go in (LOG_DIR, checked at start). */
-  dir: string;
+  logDir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
   /** Where the terminal lines go (default: stderr, dimmed). */
-  onLine?: (line: string) => void;
+  onTraceLine?: (line: string) => void;
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -50,8 +51,8 @@ export class Trace {
     options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
-    this.onLine = options.onLine ?? ((line) => console.error(dim(line, process.stderr)));
-    this.file = conversationTraceFile(options.dir, conversationId);
+    this.onLine = options.onTraceLine ?? ((line) => console.error(dim(line, process.stderr)));
+    this.file = conversationTraceFile(options.logDir, conversationId);
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
@@ -125,8 +126,22 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
   }
 }
 
+/** The 'memory' event of a question: how its earlier turns were trimmed (printed as one line, below). */
+export function memoryEvent(history: Context & { readAll?: boolean }): MemoryEvent {
+  const count = (fate: string) => history.turns.filter((t) => t.fate === fate).length;
+  return {
+    full: count('full'),
+    compacted: count('compacted'),
+    dropped: count('dropped'),
+    // A loader that stops reading once older turns would all be dropped has not counted those.
+    read_all: history.readAll ?? true,
+    chars: history.chars,
+    max_chars: history.budget.maxChars,
+  };
+}
+
 /** The numbers of a 'memory' event: what the context holds, from buildContext. */
-interface MemoryEvent {
+type MemoryEvent = {
   full: number;
   compacted: number;
   dropped: number;
@@ -134,7 +149,7 @@ interface MemoryEvent {
   read_all: boolean;
   chars: number;
   max_chars: number;
-}
+};
 
 /**
  * Always one shape: "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars".

@@ -48,6 +48,15 @@ function reword(error: NodeJS.ErrnoException): string {
   }
 }
 
+/** A conversation id typed by a user (--resume=, …), checked before it goes anywhere near the database. */
+export function conversationId(value: string, where: string): string {
+  if (/^[0-9a-f]{32}$/.test(value)) return value;
+  const shown = printable(value, { singleLine: true });
+  throw new UsageError(
+    `${where} needs a conversation id: 32 lowercase hex characters (got "${shown}").`,
+  );
+}
+
 /** Colour only when a person is looking: a terminal, and NO_COLOR not set. */
 const useColour = (stream: NodeJS.WriteStream) => Boolean(stream.isTTY) && !process.env.NO_COLOR;
 

@@ -135,6 +135,14 @@ export function customerEmail(): string | undefined {
   return read('CUSTOMER_EMAIL');
 }
 
+/** Part 6's memory budget: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS, or the defaults given. */
+export function memoryBudget(defaults: { maxChars: number; recentTurns: number }) {
+  return {
+    maxChars: integerSetting('MEMORY_MAX_CHARS', defaults.maxChars, 1),
+    recentTurns: integerSetting('MEMORY_RECENT_TURNS', defaults.recentTurns, 1),
+  };
+}
+
 /**
  * A whole-number setting such as MEMORY_MAX_CHARS: the default when unset, a ConfigError naming the
  * variable when it is not a whole number from `min` to `max`.

@@ -6,10 +6,20 @@
 // releases it by itself, but so does a dropped connection, so the store checks its place in the
 // conversation on every save as well (hardened-store.ts).
 import type { Connection } from 'mysql2/promise';
-import { DatabaseError, LockBusy, withNamedLock, type LockOptions } from '../../shared/db.ts';
+import {
+  DatabaseCancelled,
+  DatabaseError,
+  LockBusy,
+  withNamedLock,
+  type LockOptions,
+} from '../../shared/db.ts';
+import { TurnCancelled } from '../agent.ts';
 
 /** How long a question waits for another window's question in the same conversation. */
 export const CONVERSATION_WAIT_SECONDS = 30;
+
+/** What to tell the person whose question waits (onWait), so a pause is never silent. */
+export const WAITING_FOR_OTHER_QUESTION = `(Waiting for the question another window is asking in this conversation to finish, up to ${CONVERSATION_WAIT_SECONDS} s…)`;
 
 /** Another process is answering in this conversation, and did not finish within the wait. */
 export class ConversationBusy extends DatabaseError {
@@ -21,7 +31,10 @@ export class ConversationBusy extends DatabaseError {
   }
 }
 
-/** Runs fn while no other process answers in this conversation; `onWait` is told when it has to wait. */
+/**
+ * Runs fn while no other process answers in this conversation; `onWait` is told when it has to wait.
+ * Ctrl-C while waiting (`signal`) cancels the question before anything of it was saved.
+ */
 export async function withConversationLock<T>(
   conversationId: string,
   fn: () => Promise<T>,
@@ -32,6 +45,7 @@ export async function withConversationLock<T>(
     return await withNamedLock(lockName(conversationId), waitSeconds, fn, options);
   } catch (error) {
     if (error instanceof LockBusy) throw new ConversationBusy(conversationId, waitSeconds);
+    if (error instanceof DatabaseCancelled) throw new TurnCancelled('nothing');
     throw error;
   }
 }

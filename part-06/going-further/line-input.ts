@@ -5,6 +5,7 @@
 // Nimbus is answering wait their turn, so a pasted block of 200 lines is 200 questions: Ctrl-C
 // cancels the current one and drops the rest, instead of leaving 199 to run.
 import readline from 'node:readline';
+import { dim } from '../../shared/cli.ts';
 import { printable } from '../../shared/text.ts';
 
 export class LineInput {
@@ -32,11 +33,18 @@ export class LineInput {
   }
 
   /**
-   * Ctrl-C goes to `handler` first: it returns true when it cancelled something. Otherwise Ctrl-C
-   * clears a half-typed line, and at an empty prompt ends the input.
+   * Ctrl-C goes to `handler` first: it returns true when it cancelled something, and then the lines
+   * typed meanwhile are dropped too (a paste should not run on). Otherwise Ctrl-C clears a half-typed
+   * line, and at an empty prompt ends the input.
    */
   setInterruptHandler(handler: () => boolean): void {
-    this.onInterrupt = handler;
+    this.onInterrupt = () => {
+      if (!handler()) return false;
+      const dropped = this.waiting.splice(0).length;
+      if (dropped)
+        console.log(dim(`(Dropped ${dropped} line${dropped === 1 ? '' : 's'} typed meanwhile.)`));
+      return true;
+    };
   }
 
   /** The next line, after showing the prompt; undefined at the end of the input. */
@@ -54,11 +62,6 @@ export class LineInput {
     // A piped line is not echoed by a terminal: print it, so the output reads like a session.
     if (next !== undefined && !this.rl) console.log(printable(next));
     return next;
-  }
-
-  /** Drops the lines waiting to be asked; returns how many there were. */
-  dropWaiting(): number {
-    return this.waiting.splice(0).length;
   }
 
   /** Asks one question outside the chat (a yes/no); '' when Ctrl-C or the end of input answers it. */

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { API_ERROR_ANSWER, MAX_QUESTION_CHARS } from '../agent.ts';
+import { API_ERROR_ANSWER } from '../agent.ts';
+import { MAX_QUESTION_CHARS } from '../going-further/question-limit.ts';
 import { loadMessages } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 

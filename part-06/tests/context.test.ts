@@ -4,15 +4,14 @@ import type { Message } from '../../shared/llm/index.ts';
 import {
   buildContext as buildContextWith,
   compactTurn,
-  DEFAULT_MAX_CHARS as MEMORY_MAX_CHARS,
-  DEFAULT_RECENT_TURNS as MEMORY_RECENT_TURNS,
+  DEFAULT_BUDGET as budget,
   interruptedAnswer,
   splitIntoTurns,
   type Context,
 } from '../context.ts';
 import { randomConversation } from './random-conversations.ts';
 
-const budget = { maxChars: MEMORY_MAX_CHARS, recentTurns: MEMORY_RECENT_TURNS };
+const { maxChars: MEMORY_MAX_CHARS, recentTurns: MEMORY_RECENT_TURNS } = budget;
 const buildContext = (messages: Message[]) => buildContextWith(messages, budget);
 
 /** What the budget measures, written out plainly: each turn's JSON plus one for its comma. */

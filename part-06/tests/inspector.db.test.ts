@@ -1,3 +1,4 @@
+import { memoryBudget } from '../../shared/config.ts';
 // show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens, a full export.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { query } from '../../shared/db.ts';
 import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { buildContext, type MemoryBudget } from '../context.ts';
+import { buildContext, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
 import { contextView, turnsView } from '../conversation-view.ts';
 import {
   loadMessages,
@@ -14,11 +15,9 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
-import { memoryBudget } from '../settings.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { describeConversation, loadRows } from '../stored-conversations.ts';
 import { readHistory } from '../going-further/stored-history.ts';
-import { DEFAULT_BUDGET } from './test-session.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let db: ScratchDatabase;
@@ -177,7 +176,7 @@ describe('show-conversation --context, turn by turn', () => {
     const saved = { ...process.env };
     try {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
-      const shown = await shownContext(id, memoryBudget());
+      const shown = await shownContext(id, memoryBudget(DEFAULT_BUDGET));
       expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
         expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
@@ -191,7 +190,7 @@ describe('show-conversation --context, turn by turn', () => {
           MEMORY_RECENT_TURNS: '',
           [name]: value,
         });
-        expect(() => memoryBudget()).toThrow(
+        expect(() => memoryBudget(DEFAULT_BUDGET)).toThrow(
           `${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`,
         );
       }

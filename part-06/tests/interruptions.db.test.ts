@@ -18,6 +18,7 @@ import { ensureDatabase } from '../setup-database.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { readHistory } from '../going-further/stored-history.ts';
 import { testSession } from './test-session.ts';
+import { WAITING_FOR_OTHER_QUESTION } from '../going-further/conversation-lock.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
@@ -270,9 +271,7 @@ describe('two processes in one conversation', () => {
     const results = [await first, await second];
     expect(results.map((r) => r.code)).toEqual([0, 0]);
     // The one that waited said so, and what for.
-    expect(results.map((r) => r.stderr).join('')).toContain(
-      '(Waiting for another question in this conversation to finish…)',
-    );
+    expect(results.map((r) => r.stderr).join('')).toContain(WAITING_FOR_OTHER_QUESTION);
     const history = await loadHistory(id);
     expect(history.damaged).toEqual([]);
     const roles = history.messages.map(

@@ -2,7 +2,7 @@
 import type { LlmSettings } from '../../shared/config.ts';
 import { logDir } from '../../shared/config.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
-import { DEFAULT_MAX_CHARS, DEFAULT_RECENT_TURNS } from '../context.ts';
+import { DEFAULT_BUDGET } from '../context.ts';
 import { newConversation, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
 import { withConversationLock } from '../going-further/conversation-lock.ts';
@@ -16,7 +16,7 @@ export interface TestSession {
   ask(question: string, extra?: Partial<AgentOptions>): Promise<AgentResult>;
 }
 
-export const DEFAULT_BUDGET = { maxChars: DEFAULT_MAX_CHARS, recentTurns: DEFAULT_RECENT_TURNS };
+export { DEFAULT_BUDGET };
 
 export function testSession(
   customer: Customer,
