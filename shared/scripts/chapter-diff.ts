@@ -1,4 +1,4 @@
-// What a chapter changed, in the order a learner should read it: SQL, then each module before its importers, scripts last.
+// What a chapter changed, in the order a learner should read it: the chapter's own reading path when its README gives one, else SQL, then each module before its importers, scripts last.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -11,7 +11,9 @@ const SQL_ORDER = ['schema.sql', 'functions.sql', 'seed.sql'];
 /**
  * The unified diff from part `from` to part `to`, one file at a time in reading order, under a one-line summary.
  * New files are shown in full as additions, removed files in full as removals, unchanged files not at all.
- * The README, tests/ and scenarios.json are left out unless `all` is set; then they follow the code.
+ * When the chapter's README groups its changes ("### The core", "### Going further"), the diff follows
+ * that reading path, each group under a heading with the lines it adds. The README, tests/ and
+ * scenarios.json are left out unless `all` is set; then they follow the code.
  */
 export function chapterDiff(
   from: number,
@@ -29,23 +31,54 @@ export function chapterDiff(
 
   const order = readingOrder(sources);
   const extras = order.filter((file) => changed.has(file) && isExtra(file));
-  const candidates = order.filter((file) => changed.has(file) && (all || !isExtra(file)));
+  const codeOrder = order.filter((file) => changed.has(file) && !isExtra(file));
+  const sections = [...readingPath(toDir, codeOrder), { title: '', files: all ? extras : [] }];
   const diffs = new Map(
-    candidates.map((file) => [
-      file,
-      unifiedDiff(fromDir, toDir, file, older.has(file), newer.has(file)),
-    ]),
+    sections
+      .flatMap((section) => section.files)
+      .map((file) => [file, unifiedDiff(fromDir, toDir, file, older.has(file), newer.has(file))]),
   );
   // Listed only if diff printed something, so the list and the text agree even if a file is saved meanwhile.
-  const files = candidates.filter((file) => diffs.get(file) !== '');
+  for (const section of sections) section.files = section.files.filter((file) => diffs.get(file));
+  const files = sections.flatMap((section) => section.files);
   const code = files.filter((file) => !isExtra(file));
 
   const title = to === from + 1 ? `Chapter ${to}` : `${fromDir} → ${toDir}`;
-  const text = [
-    `${summary(title, code, extras.length, all)}\n`,
-    ...files.map((file) => diffs.get(file)),
-  ].join('');
-  return { files, text };
+  const parts = sections.map(({ title: heading, files: inSection }) => {
+    const text = inSection.map((file) => diffs.get(file)).join('');
+    if (!heading || !text) return text;
+    const added = text.split('\n').filter((line) => /^\+(?!\+\+ )/.test(line)).length;
+    return `\n==== ${heading}: ${added.toLocaleString('en-US')} lines added ====\n\n${text}`;
+  });
+  return { files, text: [`${summary(title, code, extras.length, all)}\n`, ...parts].join('') };
+}
+
+/**
+ * The code files in the order the chapter's README lists them under "What changed", group by group
+ * ("### The core, in reading order", "### Going further"): the reading path the chapter chose. Without
+ * such groups, or for a file the README does not name, `codeOrder` decides.
+ */
+function readingPath(
+  toDir: string,
+  codeOrder: string[],
+): Array<{ title: string; files: string[] }> {
+  const readme = path.join(ROOT_DIR, toDir, 'README.md');
+  const text = existsSync(readme) ? readFileSync(readme, 'utf8') : '';
+  const changes =
+    /^## What changed since Part \d+\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(text)?.[1] ?? '';
+  const sections = changes
+    .split(/^### /m)
+    .slice(1)
+    .map((block) => ({
+      title: block.slice(0, block.indexOf('\n')).trim(),
+      files: [...block.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)]
+        .flatMap((match) => [...match[1].matchAll(/`([^`]+)`/g)].map((name) => name[1]))
+        .filter((file) => codeOrder.includes(file)),
+    }));
+  if (sections.length === 0) return [{ title: '', files: codeOrder }];
+  const named = new Set(sections.flatMap((section) => section.files));
+  sections.at(-1)!.files.push(...codeOrder.filter((file) => !named.has(file)));
+  return sections;
 }
 
 /** e.g. "Chapter 6: 2 code files changed — schema.sql, chat.ts. 5 README and test files left out; add --all to see them." */

@@ -6,9 +6,10 @@ import { chapterDiff } from './chapter-diff.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<from> <to> [--all]')}   (e.g. ${commandFor(import.meta.url, '5 6')})
 
-Prints what changed between two parts, file by file: SQL first, then each module before the modules
-that import it, the scripts you run last. New files are shown in full. --all adds the README, tests/
-and scenarios.json after the code.`;
+Prints what changed between two parts, file by file, in reading order: the order of the part's
+README when it groups its changes (Part 6: the core, then going further, each with the lines it
+adds), else SQL first, then each module before the modules that import it, the scripts you run last.
+New files are shown in full. --all adds the README, tests/ and scenarios.json after the code.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({

@@ -115,16 +115,47 @@ describe('chapterDiff', () => {
     }
   });
 
-  it('orders SQL first, then each module before the modules that import it, entry scripts last', () => {
-    const { files } = chapterDiff(5, 6);
-    const order = ['schema.sql', 'context.ts', 'memory.ts', 'agent.ts', 'chat.ts'].map((file) =>
-      files.indexOf(file),
+  it('without reading groups in the README: SQL first, then each module before the modules that import it, entry scripts last', () => {
+    const { files, text } = chapterDiff(4, 5);
+    expect(text).not.toMatch(/^====/m);
+    const order = ['schema.sql', 'chunking.ts', 'ingest-articles.ts', 'embedding-index.ts'].map(
+      (file) => files.indexOf(file),
     );
     expect(order.every((index) => index >= 0)).toBe(true);
     expect(order).toEqual([...order].sort((a, b) => a - b));
-    const entryScripts = files.filter((file) => source(6, file).includes('runMain('));
-    expect(entryScripts).toContain('chat.ts');
+    const entryScripts = files.filter((file) => source(5, file).includes('runMain('));
+    expect(entryScripts).toContain('build-index.ts');
     expect(files.slice(-entryScripts.length)).toEqual(entryScripts);
+  });
+
+  it("follows the chapter's reading path: the core first (schema → context → store → agent → REPL → viewer), then going further, each under a heading with the lines it adds", () => {
+    const { files, text } = chapterDiff(5, 6);
+    const path = [
+      'schema.sql',
+      'context.ts',
+      'memory.ts',
+      'agent.ts',
+      'chat.ts',
+      'show-conversation.ts',
+    ];
+    const at = path.map((file) => files.indexOf(file));
+    expect(at.every((index) => index >= 0)).toBe(true);
+    expect(at).toEqual([...at].sort((a, b) => a - b));
+    const layer = files.filter((file) => file.startsWith('going-further/'));
+    expect(Math.min(...layer.map((file) => files.indexOf(file)))).toBeGreaterThan(Math.max(...at));
+
+    const [, core, further] = text.split(/^(?===== )/m);
+    for (const [section, heading] of [
+      [core, 'The core, in reading order'],
+      [further, 'Going further'],
+    ]) {
+      const added = section.split('\n').filter((line) => /^\+(?!\+\+ )/.test(line)).length;
+      expect(section.split('\n')[0]).toBe(
+        `==== ${heading}: ${added.toLocaleString('en-US')} lines added ====`,
+      );
+    }
+    expect(core).toContain('+++ part-06/agent.ts');
+    expect(core).not.toContain('+++ part-06/going-further/');
   });
 
   it('prints exactly the listed files, in order, under a one-line summary naming them', () => {
@@ -169,12 +200,12 @@ describe('chapterDiff', () => {
 });
 
 describe('npm run diff', () => {
-  it('prints the summary, then the first file’s diff', async () => {
+  it('prints the summary, then the first group’s heading and its first file’s diff', async () => {
     const result = await runScript('shared/scripts/diff-parts.ts', ['5', '6']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
-      /^Chapter 6: \d+ code files changed — schema\.sql, .*\n--- part-05\/schema\.sql\n\+\+\+ part-06\/schema\.sql\n@@ /,
+      /^Chapter 6: \d+ code files changed — schema\.sql, .*\n\n==== The core, in reading order: [\d,]+ lines added ====\n\n--- part-05\/schema\.sql\n\+\+\+ part-06\/schema\.sql\n@@ /,
     );
   });
 
