@@ -25,7 +25,8 @@ export function connectionOptions(settings: DbSettings = dbSettings()) {
     password: settings.password,
     charset: 'utf8mb4', // emoji need 4-byte UTF-8; MySQL's old "utf8" stops at 3 bytes
     decimalNumbers: true, // DECIMAL prices come back as numbers, not strings
-    connectTimeout: 5000,
+    // A server that does not answer at all (frozen, or the network gone) fails to connect this soon.
+    connectTimeout: Math.min(5000, settings.timeoutMs),
   };
 }
 
@@ -62,11 +63,14 @@ export async function connectToServer(): Promise<mysql.Connection> {
 
 /** Runs one parameterised statement. Placeholders (?) keep customer text out of the SQL itself. */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
+  const connection = await getConnection();
   try {
-    const [rows] = await getPool().query({ sql, timeout: dbSettings().timeoutMs }, params);
+    const [rows] = await connection.query({ sql, timeout: dbSettings().timeoutMs }, params);
     return rows as T;
   } catch (error) {
     throw explainDatabaseError(error);
+  } finally {
+    connection.release();
   }
 }
 
@@ -100,7 +104,7 @@ export async function withTransaction<T>(
     return result;
   };
   try {
-    return await unlessStopped(work(), AbortSignal.timeout(timeoutMs), abandon);
+    return await unlessStopped(work(), { timeoutMs }, abandon);
   } catch (error) {
     if (abandoned) throw notAnswered(`so nothing was written`);
     await connection.rollback().catch(() => {});
@@ -143,15 +147,12 @@ export async function withNamedLock<T>(
   };
   // Every statement on this connection is bounded by our own clock as well as the server's: a frozen
   // server answers nothing at all, not even "the lock is busy".
-  const bounded = <R>(sql: string, params: unknown[], waitMs = 0): Promise<R> => {
-    const limit = AbortSignal.timeout(waitMs + dbSettings().timeoutMs);
-    const stop = options.signal ? AbortSignal.any([options.signal, limit]) : limit;
-    return unlessStopped(
+  const bounded = <R>(sql: string, params: unknown[], waitMs = 0): Promise<R> =>
+    unlessStopped(
       connection.query(sql, params).then(([rows]) => rows as R),
-      stop,
+      { timeoutMs: waitMs + dbSettings().timeoutMs, signal: options.signal },
       abandon,
     );
-  };
   const getLock = async (seconds: number) =>
     (
       await bounded<Array<{ got: number | null }>>(
@@ -185,18 +186,29 @@ export async function withNamedLock<T>(
 }
 
 /**
- * Settles as `work` does, or rejects as soon as `stop` aborts, after calling onStop. Needed because the
- * driver never settles a query whose connection was destroyed under it.
+ * Settles as `work` does, or rejects once `timeoutMs` has passed or `signal` aborts, after calling
+ * onStop. Needed because the driver never settles a query whose connection was destroyed under it.
+ * (A plain timer, not AbortSignal.timeout: that one may be collected, and then it never fires.)
  */
-function unlessStopped<T>(work: Promise<T>, stop: AbortSignal, onStop: () => void): Promise<T> {
+function unlessStopped<T>(
+  work: Promise<T>,
+  { timeoutMs, signal }: { timeoutMs: number; signal?: AbortSignal },
+  onStop: () => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const abort = () => {
+    const stop = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
       onStop();
-      reject(stop.reason);
+      reject(new Error('stopped'));
     };
-    if (stop.aborted) return abort();
-    stop.addEventListener('abort', abort, { once: true });
-    work.then(resolve, reject).finally(() => stop.removeEventListener('abort', abort));
+    const timer = setTimeout(stop, timeoutMs);
+    if (signal?.aborted) return stop();
+    signal?.addEventListener('abort', stop, { once: true });
+    work.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+    });
   });
 }
 
@@ -213,10 +225,21 @@ function stopOnServer(connection: PoolConnection): void {
     .catch(() => {}); // already gone, or not ours to kill: the lock wait timeout still ends it
 }
 
+/**
+ * A connection from the pool, within DB_TIMEOUT_SECONDS. The wait is bounded by our own clock: when
+ * every connection is stuck on a server that stopped answering, the pool would queue us forever.
+ */
 async function getConnection(): Promise<PoolConnection> {
+  const pending = getPool().getConnection();
+  let gaveUp = false;
+  const giveUp = () => {
+    gaveUp = true;
+    pending.then((late) => late.release()).catch(() => {}); // back to the pool if it comes after all
+  };
   try {
-    return await getPool().getConnection();
+    return await unlessStopped(pending, { timeoutMs: dbSettings().timeoutMs }, giveUp);
   } catch (error) {
+    if (gaveUp) throw notAnswered('so no connection to it was free');
     throw explainDatabaseError(error);
   }
 }

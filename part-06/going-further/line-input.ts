@@ -81,9 +81,11 @@ export class LineInput {
     }
   }
 
+  /** Stops reading: the program can then end, even with the input still open (a pipe not yet closed). */
   close(): void {
     process.off('SIGINT', this.interrupt);
     this.rl?.close();
+    if (!this.rl) this.input.destroy();
     this.end();
   }
 
@@ -107,7 +109,6 @@ export class LineInput {
       this.rl.write(null, { ctrl: true, name: 'u' });
       return;
     }
-    if (!this.rl) this.input.destroy();
     this.close();
   };
 

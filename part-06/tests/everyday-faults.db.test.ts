@@ -6,12 +6,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, dbSettings, llmSettings, memoryBudget } from '../../shared/config.ts';
 import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
+import { DEFAULT_BUDGET } from '../context.ts';
 import { loadMessages } from '../memory.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { ensureDatabase } from '../setup-database.ts';
@@ -78,6 +80,46 @@ describe('settings that cannot work are the first and only thing said', () => {
         `^Traces cannot be written to ${dir().replace(/[.]/g, '\\.')} \\([^)]+\\)\\. Set LOG_DIR in \\.env to a folder you can write to\\.\\n$`,
       ),
     );
+    expect(fake.chats()).toHaveLength(before);
+  });
+});
+
+describe('a memory budget or a time limit that cannot work', () => {
+  const bad: Array<[string, string, () => unknown, string]> = [
+    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '-1', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_RECENT_TURNS', '-1', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
+    ['LLM_TIMEOUT_SECONDS', '0', () => llmSettings(), 'from 1 to 86400'],
+    ['DB_TIMEOUT_SECONDS', '0', () => dbSettings(), 'from 1 to 3600'],
+  ];
+  it.each(bad)('%s=%s is one sentence naming it', (name, value, read, range) => {
+    const saved = process.env[name];
+    Object.assign(process.env, fake.env('gemini'), { [name]: value });
+    try {
+      expect(read).toThrow(
+        new ConfigError(
+          `${name} must be a whole number ${range} (it is "${value}"). Fix it in .env.`,
+        ),
+      );
+    } finally {
+      process.env[name] = saved ?? '';
+    }
+  });
+
+  it('is said by chat.ts at start, before anything is created or asked', async () => {
+    const unused = `nimbus_test_never_${Date.now().toString(36)}`;
+    const before = fake.chats().length;
+    const run = await runScript(script('chat.ts'), [], {
+      env: { ...env, MEMORY_MAX_CHARS: '1e12', DB_NAME: unused },
+      input: 'Hi\n',
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      'MEMORY_MAX_CHARS must be a whole number of at least 1 (it is "1e12"). Fix it in .env.\n',
+    );
+    expect(await databaseExists(unused)).toBe(false);
     expect(fake.chats()).toHaveLength(before);
   });
 });

@@ -26,44 +26,51 @@ export async function withRetries<T>(
   const sleep = options.sleep ?? defaultSleep;
   const onRetry = options.onRetry ?? printRetry;
   const endsAt = Date.now() + timeoutMs;
-  const deadline = AbortSignal.timeout(timeoutMs);
+  // A plain timer, cleared at the end: an AbortSignal.timeout may be collected, and then it never fires.
+  const expired = new AbortController();
+  const timer = setTimeout(() => expired.abort(), timeoutMs);
+  const deadline = expired.signal;
   // Each attempt (and each wait) stops at whichever comes first: the caller's Ctrl-C or our deadline.
   const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
   let lastError: ProviderError | undefined;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await request(signal);
-    } catch (thrown) {
-      // Why the attempt ended is known here, not from what the SDK threw: the caller first, then the deadline.
-      // (An attempt started after either fired fails at once, so a wait cut short ends up here too.)
-      if (options.signal?.aborted) throw abortedError(provider, thrown);
-      if (deadline.aborted) throw timeoutError(provider, timeoutMs, lastError);
-      const error = toProviderError(thrown);
-      if (!error.retryable || attempt > MAX_RETRIES) throw error;
-      const waitMs = error.retryAfterMs ?? backoff(attempt);
-      if (waitMs > MAX_WAIT_MS) {
-        throw new ProviderError({
-          provider,
-          kind: error.kind,
-          status: error.status,
-          message: `${error.message} (${provider} asks us to wait ${Math.ceil(waitMs / 1000)} s, which is too long; try again later.)`,
-          cause: error,
-        });
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await request(signal);
+      } catch (thrown) {
+        // Why the attempt ended is known here, not from what the SDK threw: the caller first, then the deadline.
+        // (An attempt started after either fired fails at once, so a wait cut short ends up here too.)
+        if (options.signal?.aborted) throw abortedError(provider, thrown);
+        if (deadline.aborted) throw timeoutError(provider, timeoutMs, lastError);
+        const error = toProviderError(thrown);
+        if (!error.retryable || attempt > MAX_RETRIES) throw error;
+        const waitMs = error.retryAfterMs ?? backoff(attempt);
+        if (waitMs > MAX_WAIT_MS) {
+          throw new ProviderError({
+            provider,
+            kind: error.kind,
+            status: error.status,
+            message: `${error.message} (${provider} asks us to wait ${Math.ceil(waitMs / 1000)} s, which is too long; try again later.)`,
+            cause: error,
+          });
+        }
+        // Sleeping past the deadline only to fail then would make the user wait for nothing.
+        if (Date.now() + waitMs >= endsAt) {
+          throw new ProviderError({
+            provider,
+            kind: 'timeout',
+            status: error.status,
+            message: `${error.message} (Retrying in ${Math.ceil(waitMs / 1000)} s would pass the ${timeoutMs / 1000} s limit: LLM_TIMEOUT_SECONDS in .env, retries included.)`,
+            cause: error,
+          });
+        }
+        onRetry({ provider, status: error.status, waitMs, attempt, reason: error.kind });
+        lastError = error;
+        await sleep(waitMs, signal);
       }
-      // Sleeping past the deadline only to fail then would make the user wait for nothing.
-      if (Date.now() + waitMs >= endsAt) {
-        throw new ProviderError({
-          provider,
-          kind: 'timeout',
-          status: error.status,
-          message: `${error.message} (Retrying in ${Math.ceil(waitMs / 1000)} s would pass the ${timeoutMs / 1000} s limit: LLM_TIMEOUT_SECONDS in .env, retries included.)`,
-          cause: error,
-        });
-      }
-      onRetry({ provider, status: error.status, waitMs, attempt, reason: error.kind });
-      lastError = error;
-      await sleep(waitMs, signal);
     }
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -69,13 +69,16 @@ export function collect(child: ChildProcessWithoutNullStreams): Promise<ScriptRe
   });
 }
 
-/** Resolves once the process has printed `text` on stdout or stderr. */
-export function waitForOutput(child: ChildProcessWithoutNullStreams, text: string): Promise<void> {
+/** Resolves once the process has printed `text` (or something `text` matches) on stdout or stderr. */
+export function waitForOutput(
+  child: ChildProcessWithoutNullStreams,
+  text: string | RegExp,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let seen = '';
     const onData = (chunk: Buffer) => {
       seen += chunk.toString();
-      if (seen.includes(text)) {
+      if (typeof text === 'string' ? seen.includes(text) : text.test(seen)) {
         child.stdout.off('data', onData);
         child.stderr.off('data', onData);
         resolve();
@@ -84,7 +87,7 @@ export function waitForOutput(child: ChildProcessWithoutNullStreams, text: strin
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     child.on('close', () =>
-      reject(new Error(`process ended before printing ${JSON.stringify(text)}:\n${seen}`)),
+      reject(new Error(`process ended before printing ${String(text)}:\n${seen}`)),
     );
   });
 }

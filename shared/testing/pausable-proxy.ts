@@ -1,0 +1,59 @@
+// Test helper: a TCP proxy in front of the database that a test can freeze, as a frozen server or a dead network would be.
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+export interface PausableProxy {
+  port: number;
+  /** From now on nothing passes in either direction, and new connections are accepted but never served. */
+  freeze(): void;
+  /** Everything held back passes again. */
+  thaw(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on 127.0.0.1 and relays every connection to `host:port`. Frozen, it holds every byte back
+ * without closing anything: the client sees a server that simply stops answering, which is what
+ * SIGSTOP on the server, or a network that silently drops packets, looks like. Works in front of any
+ * MySQL or MariaDB server, so the tests need no server of their own.
+ */
+export async function startPausableProxy(host: string, port: number): Promise<PausableProxy> {
+  let frozen = false;
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, host);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    for (const [from, to] of [pair, [upstream, client] as const]) {
+      from.on('data', (chunk) => {
+        if (frozen) held.push([to, chunk]);
+        else to.write(chunk);
+      });
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        to.destroy();
+        pairs.delete(pair);
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    freeze: () => {
+      frozen = true;
+    },
+    thaw: () => {
+      frozen = false;
+      for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
+    },
+    close: () =>
+      new Promise((resolve) => {
+        for (const [client, upstream] of pairs) {
+          client.destroy();
+          upstream.destroy();
+        }
+        server.close(() => resolve());
+      }),
+  };
+}
