@@ -60,6 +60,7 @@ export default defineConfig({
       MEMORY_MAX_CHARS: '',
       MEMORY_RECENT_TURNS: '',
       LLM_TIMEOUT_SECONDS: '',
+      DB_TIMEOUT_SECONDS: '',
       LOG_DIR: testLogs,
       NO_COLOR: '1',
     },

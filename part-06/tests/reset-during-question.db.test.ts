@@ -1,0 +1,72 @@
+// A reset while a question is being answered waits for it, so nothing of that conversation is written after the reset.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logDir } from '../../shared/config.ts';
+import { connectionOptions } from '../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
+import { waitUntil } from '../../shared/testing/wait-until.ts';
+import { ensureDatabase } from '../setup-database.ts';
+import { conversationTraceFile } from '../trace.ts';
+import { testSession } from './test-session.ts';
+
+const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+let fake: FakeProvider;
+let db: ScratchDatabase;
+let admin: mysql.Connection;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await ensureDatabase(() => {});
+  admin = await mysql.createConnection(connectionOptions());
+});
+afterAll(async () => {
+  await admin.end();
+  await fake.close();
+  await db.drop();
+});
+
+describe('setup.ts --yes while a question is being answered', () => {
+  it('waits for the question, then deletes its conversation and trace: nothing is written after the reset', async () => {
+    fake.reply({ text: 'Hello!' });
+    const session = testSession(maya, fake.llm('gemini'));
+    await session.ask('Hi');
+    const id = session.conversation.id;
+    const trace = conversationTraceFile(logDir(), id);
+
+    let release!: () => void;
+    fake.reply({ text: 'Shipped.', gate: new Promise<void>((resolve) => (release = resolve)) });
+    const env = { ...fake.env('gemini'), DB_NAME: db.name };
+    const chat = startScript(CHAT, ['--quiet', `--resume=${id}`], { env });
+    const chatDone = collect(chat);
+    chat.stdin.write('Where is order 1042?\n');
+    await fake.waitForChat(2);
+    const reset = runScript(SETUP, ['--yes'], { env });
+    // The reset waits for the question's conversation lock, on this file's own database.
+    await waitUntil('the reset waits for the question', async () => {
+      const [rows] = await admin.query<mysql.RowDataPacket[]>(
+        'SELECT 1 FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE ?',
+        [db.name, `%GET_LOCK('nimbus-conversation:${id}'%`],
+      );
+      return rows.length > 0;
+    });
+    release();
+    await waitForOutput(chat, 'Nimbus: Shipped.');
+    const done = await reset;
+    expect(done.code, done.stderr).toBe(0);
+    chat.stdin.end();
+    expect((await chatDone).code).toBe(0);
+    // The question finished before the reset went on, so its trace was complete when the reset deleted it.
+    expect(existsSync(trace)).toBe(false);
+    const [left] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM \`${db.name}\`.messages`,
+    );
+    expect(left[0].n).toBe(0);
+  });
+});
