@@ -246,10 +246,14 @@ describe('a reply whose provider_raw says more than the neutral fields', () => {
 });
 
 describe('text from the store or a model', () => {
-  it('reaches the terminal with control characters and escape sequences made visible, and is stored as written', async () => {
-    const answer =
-      'Red \x1b[31malert\x1b[0m, bell \x07, right-to-left \u202egnp.exe, half an emoji \ud83c.';
-    fake.reply({ text: answer });
+  it('reaches the terminal with control characters and escape sequences made visible, even split across streamed pieces, and is stored as written', async () => {
+    const pieces = [
+      'Red \x1b',
+      '[31malert\x1b[0m, bell ',
+      '\x07, right-to-left \u202egnp.exe, half an emoji \ud83c.',
+    ];
+    const answer = pieces.join('');
+    fake.reply({ text: pieces });
     const run = await runScript(script('chat.ts'), ['--quiet'], {
       env,
       input: 'Say something odd \x1b[2J\n',

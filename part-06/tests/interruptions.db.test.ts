@@ -431,6 +431,42 @@ describe('Ctrl-C in chat.ts', () => {
     await expectValidHistory(id, 2);
   });
 
+  it.each(['gemini', 'openai'] as const)(
+    'in the middle of a streamed answer (%s) stops it at once, keeps what was shown, stores none of it, and the next request is valid',
+    async (provider) => {
+      const id = await conversationWithOneTurn(provider);
+      const before = fake.chats().length;
+      // The first piece arrives, then the stream goes quiet (OpenAI sends a role chunk first).
+      const after = provider === 'openai' ? 2 : 1;
+      fake.reply(
+        {
+          text: ['Your order ', 'is on its way.'],
+          stream: { fault: { after, stall: new Promise(() => {}) } },
+        },
+        { text: 'Still here.' },
+      );
+      const child = startScript(CHAT, ['--quiet', `--resume=${id}`], { env: env(provider) });
+      const done = collect(child);
+      child.stdin.write('Where is order 1042?\n');
+      await waitForOutput(child, 'Nimbus: Your order ');
+      child.kill('SIGINT');
+      await waitForOutput(child, 'Cancelled: nothing from this question was saved.');
+      child.stdin.end('And now?\n');
+      const result = await done;
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('Nimbus: Your order \n'); // what was shown stays shown
+      expect(result.stdout).toContain('Nimbus: Still here.');
+      expect(fake.chats()[before].aborted).toBe(true);
+      expect(fake.chats().at(-1)!.status).toBe(200);
+      const history = await loadHistory(id);
+      expect(history.messages.map((m) => m.content).filter(Boolean)).not.toContain('Your order ');
+      expect(history.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+        'Where is order 1042?',
+        'And now?',
+      ]);
+    },
+  );
+
   it('at an empty prompt leaves, with nothing to resume when nothing was asked', async () => {
     const child = startScript(CHAT, [], { env: env('gemini') });
     const done = collect(child);
