@@ -13,7 +13,10 @@ beforeAll(async () => {
   db = await createScratchDatabase();
   await ensureDatabase(() => {});
 });
-beforeEach(() => {
+beforeEach(async () => {
+  // Every test starts with no tickets, numbered from 5001 again: none depends on another's.
+  await query('DELETE FROM tickets');
+  await query('ALTER TABLE tickets AUTO_INCREMENT = 5001');
   context = { customer: maya, ticketsOpened: 0 }; // a new question
 });
 afterAll(() => db.drop());
@@ -61,6 +64,11 @@ describe('create_support_ticket', () => {
   });
 
   it('returns the open ticket instead of opening the same one twice, and opens a new one once it is closed', async () => {
+    await run('create_support_ticket', {
+      category: 'refund',
+      summary: 'Refund for order 1042.',
+      order_id: 1042,
+    });
     const again = await run('create_support_ticket', {
       category: 'refund',
       summary: 'Refund for 1042, asked again.',

@@ -41,12 +41,16 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
       provider === 'openai'
         ? { ...fake.llm(provider), embeddingModel: 'fake-openai-embedding' }
         : fake.llm(provider);
+    await buildIndex(llm); // the searches below need the whole index, built with this model
   });
   beforeEach(() => {
     fake.requests.length = 0;
   });
 
   it('resumes an interrupted run where it stopped, then a further run embeds nothing', async () => {
+    await query(
+      'UPDATE help_chunks SET embedding = NULL, embedding_model = NULL, dimensions = NULL',
+    );
     const controller = new AbortController();
     const first = await buildIndex(llm, {
       batchSize: 10,
@@ -112,7 +116,8 @@ describe.each(['gemini', 'openai'] as const)('the index with %s', (provider) => 
 
 describe('an index that is behind', () => {
   it('still searches by meaning, and says how many passages it could not search', async () => {
-    const llm = { ...fake.llm('openai'), embeddingModel: 'fake-openai-embedding' }; // the model indexed last
+    const llm = { ...fake.llm('openai'), embeddingModel: 'fake-openai-embedding' };
+    await buildIndex(llm); // whatever ran before, the index is this model's
     const [article] = await query<Array<{ id: number }>>(
       "SELECT id FROM help_articles WHERE slug = 'refunds'",
     );
