@@ -20,7 +20,7 @@ import type {
 import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
-import { TOOL_DEFINITIONS, type ToolContext } from './tools.ts';
+import { TOOL_DEFINITIONS, type Tool, type ToolContext } from './tools.ts';
 import { Trace } from './trace.ts';
 
 /**
@@ -61,6 +61,8 @@ export interface AgentOptions {
   llm: LlmSettings;
   /** Where the conversation is loaded from and saved to (memory.ts). */
   store: ConversationStore;
+  /** Tools the entry script adds to this chapter's own (tools.ts). */
+  tools?: Tool[];
   /** Where traces are written (LOG_DIR, checked at start). */
   logDir: string;
   /** Hide the trace lines on the terminal. */
@@ -107,7 +109,7 @@ export async function runAgent(
 ): Promise<AgentResult> {
   if (question.length > MAX_QUESTION_CHARS) throw new QuestionTooLong(question.length);
   // Earlier turns, loaded once and trimmed to the memory budget (context.ts explains how).
-  const history = await options.store.loadContext(conversation);
+  const history = await options.store.loadContext(conversation, question);
   const trace = new Trace(conversation.id, {
     dir: options.logDir,
     quiet: options.quiet,
@@ -119,7 +121,7 @@ export async function runAgent(
   const turn = new TurnInProgress(question, conversation, options.store, trace);
   const system: Message = { role: 'system', content: systemPrompt(customer) };
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
-  const context: ToolContext = { customer, llm: options.llm, ticketsOpened: 0 };
+  const context: ToolContext = { customer, conversation, llm: options.llm, ticketsOpened: 0 };
   const callCounts = new Map<string, number>();
 
   for (let step = 1; step <= MAX_STEPS; step++) {
@@ -128,7 +130,7 @@ export async function runAgent(
     const reply = await askModel(request, step, options, trace, turn);
     if ('outcome' in reply) return reply; // the provider failed: the turn ended with a fallback
     const ms = Date.now() - started;
-    const cost: CallCost = { ...turn.count(reply), request_chars: requestChars(request) };
+    const cost: CallCost = { ...turn.count(reply), request_chars: requestChars(request, options) };
     if (reply.tool_calls.length === 0) {
       trace.event('final_answer', { step, ms });
       const answer = reply.text.trim();
@@ -141,7 +143,7 @@ export async function runAgent(
     turn.add(reply.message, cost);
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
-      const { result, exception } = await safeRunTool(call, callCounts, context);
+      const { result, exception } = await safeRunTool(call, callCounts, context, options.tools);
       trace.event('tool_result', {
         step,
         name: call.name,
@@ -180,12 +182,13 @@ async function askModel(
   };
   try {
     const { onText } = options;
+    const tools = toolDefinitions(options);
     return onText
-      ? await streamWithTools(options.llm, request, TOOL_DEFINITIONS, {
+      ? await streamWithTools(options.llm, request, tools, {
           ...call,
           onText: (text) => onText(text, step),
         })
-      : await chatWithTools(options.llm, request, TOOL_DEFINITIONS, call);
+      : await chatWithTools(options.llm, request, tools, call);
   } catch (error) {
     if (options.signal?.aborted) throw await turn.cancel(step);
     // A wrong key or model name is the developer's to fix: stop with that message, not an apology.
@@ -289,9 +292,14 @@ class TurnInProgress {
   }
 }
 
+/** What the model is told it may call: this chapter's tools, then the entry script's. */
+function toolDefinitions(options: AgentOptions) {
+  return [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
+}
+
 /** What the request costs in characters, the tool definitions included: shown beside real tokens. */
-function requestChars(request: Message[]): number {
-  return JSON.stringify(request).length + JSON.stringify(TOOL_DEFINITIONS).length;
+function requestChars(request: Message[], options: AgentOptions): number {
+  return JSON.stringify(request).length + JSON.stringify(toolDefinitions(options)).length;
 }
 
 /** The trace's 'memory' event: how the earlier turns were trimmed (trace.ts prints it as one line). */

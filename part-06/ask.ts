@@ -8,12 +8,15 @@ import { conversationId } from './conversation-id.ts';
 import { describeIndexStatus, indexStatus } from './embedding-index.ts';
 import { findConversation, newConversation } from './memory.ts';
 import { describeCustomer, signIn } from './session.ts';
-import { memoryBudget } from './settings.ts';
+import { memoryBudget, notesBudget } from './settings.ts';
 import { ensureDatabase } from './setup-database.ts';
-// Going further: the store and the lock that make a question survive real use, as in chat.ts.
+// Going further: the store and the lock that make a question survive real use, and customer notes, as in chat.ts.
 import { withConversationLock } from './going-further/conversation-lock.ts';
 import { hardenedStore } from './going-further/hardened-store.ts';
 import { describeDamage } from './going-further/stored-history.ts';
+import { customerMemoryTools } from './going-further/notes-tools.ts';
+import { describeRecall } from './going-further/notes-view.ts';
+import { withCustomerNotes } from './going-further/recall.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
 
@@ -40,6 +43,7 @@ await runMain(async () => {
   const llm = llmSettings();
   const logDir = ensureLogDir();
   const budget = memoryBudget();
+  const notesMaxChars = notesBudget();
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   if (!values.quiet)
@@ -57,10 +61,23 @@ await runMain(async () => {
 
   let result;
   try {
-    const store = hardenedStore(budget, {
-      onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
-    });
-    const options = { llm, logDir, store, quiet: values.quiet };
+    const store = withCustomerNotes(
+      hardenedStore(budget, {
+        onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+      }),
+      notesMaxChars,
+      (recall) => {
+        if (recall.notes.length && !values.quiet)
+          console.error(dim(describeRecall(recall), process.stderr));
+      },
+    );
+    const options = {
+      llm,
+      logDir,
+      store,
+      tools: customerMemoryTools(logDir),
+      quiet: values.quiet,
+    };
     const onWait = () =>
       console.error(
         dim('(Waiting for another question in this conversation to finish…)', process.stderr),

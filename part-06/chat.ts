@@ -14,7 +14,7 @@ import {
 import { conversationId } from './conversation-id.ts';
 import { findConversation, newConversation, type Conversation } from './memory.ts';
 import { describeCustomer, signIn, type Customer } from './session.ts';
-import { memoryBudget } from './settings.ts';
+import { memoryBudget, notesBudget } from './settings.ts';
 import { ensureDatabase } from './setup-database.ts';
 // Going further: what makes the chat survive real use, wired in here and nowhere else.
 import { withConversationLock } from './going-further/conversation-lock.ts';
@@ -22,6 +22,9 @@ import { ConversationDeleted, hardenedStore } from './going-further/hardened-sto
 import { offerToBuildIndex } from './going-further/index-offer.ts';
 import { LineInput } from './going-further/line-input.ts';
 import { describeDamage } from './going-further/stored-history.ts';
+import { customerMemoryTools } from './going-further/notes-tools.ts';
+import { describeRecall } from './going-further/notes-view.ts';
+import { withCustomerNotes } from './going-further/recall.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
@@ -51,6 +54,7 @@ await runMain(async () => {
   const llm = llmSettings();
   const logDir = ensureLogDir();
   const budget = memoryBudget();
+  const notesMaxChars = notesBudget();
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -62,13 +66,21 @@ await runMain(async () => {
     conversation = newConversation(customer.id);
     console.log(`New conversation ${conversation.id}`);
   }
-  const store = hardenedStore(budget, {
-    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
-  });
+  // The customer's notes go with every question, and three tools keep, forget and search them.
+  const store = withCustomerNotes(
+    hardenedStore(budget, {
+      onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+    }),
+    notesMaxChars,
+    (recall) => {
+      if (recall.notes.length && !values.quiet)
+        console.error(dim(describeRecall(recall), process.stderr));
+    },
+  );
   const chat: Chat = {
     customer,
     conversation,
-    options: { llm, logDir, store, quiet: values.quiet },
+    options: { llm, logDir, store, tools: customerMemoryTools(logDir), quiet: values.quiet },
   };
   const lines = new LineInput();
   await offerToBuildIndex(llm, lines);

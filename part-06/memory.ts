@@ -52,7 +52,8 @@ export interface MessageToSave {
  * real use, with the same two methods.
  */
 export interface ConversationStore {
-  loadContext(conversation: Conversation): Promise<Context>;
+  /** The earlier turns to send with `question`; a store may add reference material for it too. */
+  loadContext(conversation: Conversation, question: string): Promise<Context>;
   saveStep(conversation: Conversation, step: MessageToSave[]): Promise<void>;
 }
 
