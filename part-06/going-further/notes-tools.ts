@@ -3,7 +3,7 @@
 // Like every tool, they act for the signed-in customer alone: it arrives in `context`, from our code,
 // and none of them takes a customer from the model. Another customer's note or conversation looks
 // exactly like one that does not exist.
-import { oneLine, wellFormed } from '../../shared/text.ts';
+import { wellFormed } from '../../shared/text.ts';
 import type { Tool, ToolContext, ToolResult } from '../tools.ts';
 import { MAX_NOTE_CHARS, MAX_NOTES_PER_CUSTOMER, saveNote } from './customer-notes.ts';
 import { forgetNotes } from './forget-notes.ts';
@@ -45,7 +45,9 @@ export function customerMemoryTools(logDir: string): Tool[] {
       },
     },
     async run(args, context) {
-      const text = typeof args.text === 'string' ? oneLine(wellFormed(args.text)).trim() : '';
+      // One line, spaces tidied: the same words written twice are one note (the column ignores case).
+      const text =
+        typeof args.text === 'string' ? wellFormed(args.text).replace(/\s+/g, ' ').trim() : '';
       if (!text)
         return { error: 'text must be a non-empty sentence: what the customer asked you to keep.' };
       if (text.length > MAX_NOTE_CHARS)
