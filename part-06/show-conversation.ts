@@ -77,7 +77,8 @@ await runMain(async () => {
     if (values.json)
       return void console.log(printableJson([...context.messages, ...notes.messages], 2));
     console.log(contextView(id, context, rows).join('\n'));
-    return void console.log(recallView(notes, values.question).join('\n'));
+    if (notes.notes.length) console.log(recallView(notes, values.question).join('\n'));
+    return;
   }
   if (values.json)
     return void console.log(printableJson(exportConversation(conversation, rows, history), 2));

@@ -9,7 +9,7 @@ export function describeRecall(recall: Recall): string {
   return `[step 0] notes: ${sent} of ${recall.notes.length} sent — ${n(recall.chars)} of ${n(recall.maxChars)} chars`;
 }
 
-/** The notes that would go with the next question: why each ranks where it does, its size, the running total. */
+/** The notes that would go with the next question (the customer keeps some): why each ranks where it does, its size, the running total. */
 export function recallView(recall: Recall, question: string | undefined): string[] {
   const ranking =
     question === undefined
@@ -18,8 +18,6 @@ export function recallView(recall: Recall, question: string | undefined): string
   const lines = [
     `\nCustomer notes for the next question (budget ${n(recall.maxChars)} chars), ranked ${ranking}:\n`,
   ];
-  if (recall.notes.length === 0)
-    return [...lines, '  (no notes that apply: expired ones are never sent)'];
   lines.push('  note  fate          chars    total  written     shares            text');
   let total = 0;
   for (const { note, shared, chars, sent } of recall.notes) {
