@@ -335,6 +335,9 @@ describe("never crossed: another customer's question, context, search, forget an
       });
       await memorySession(maya, provider).ask(`Please remember my ${secret} preference.`);
       const [mayas] = (await allNotes(maya.id)).filter((n) => n.text.includes(secret));
+      // Maya finds her own words (and so they are in the searchable copy); Liam must not.
+      const own = await call(question(maya), 'search_past_conversations', { query: secret });
+      expect(JSON.stringify(own)).toContain(`Please remember my ${secret} preference.`);
 
       const views: ChatView[] = [];
       fake.reply(
