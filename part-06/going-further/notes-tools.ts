@@ -11,6 +11,7 @@ import { searchPastConversations } from './past-conversations.ts';
 
 /** Notes one question may keep: a customer states a wish or two; a model looping on the tool stops here. */
 export const MAX_NOTES_PER_QUESTION = 3;
+/** The longest search: a few words, not a pasted conversation. */
 const MAX_QUERY_CHARS = 200;
 
 /** The three tools, for runAgent's `tools`; forgetting a note also deletes its trace lines under `logDir`. */
