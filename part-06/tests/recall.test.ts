@@ -1,6 +1,9 @@
 // Which customer notes go with a question, within their budget, and how they are framed: reference, never instructions.
 import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../shared/config.ts';
+import { notesBudget } from '../settings.ts';
 import type { CustomerNote } from '../going-further/customer-notes.ts';
+import { notesView, recallView } from '../going-further/notes-view.ts';
 import { rankNotes, words } from '../going-further/recall.ts';
 
 /** Notes as liveNotes returns them: newest first. */
@@ -94,5 +97,38 @@ describe('words', () => {
       'urgent',
     ]);
     expect([...words('address glass')]).toEqual(['address', 'glass']);
+  });
+});
+
+describe('what the scripts print about notes', () => {
+  it('escapes what a customer wrote: no escape sequence, reordering or invisible character reaches the terminal', () => {
+    const given = notes('Clear \x1b[2J the screen', 'Right\u202eto left', 'pay\u200bpal');
+    const lines = [
+      ...recallView(rankNotes(given, 'screen \x1b[31m', 10_000, '2026-11-21'), 'screen \x1b[31m'),
+      ...notesView({ name: 'Eve\u202e', email: 'eve@example.com' }, given),
+    ].join('\n');
+    expect(lines).not.toMatch(/[\x1b\u202e\u200b]/);
+    expect(lines).toContain('Clear \\x1b[2J the screen');
+  });
+});
+
+describe('MEMORY_NOTES_MAX_CHARS', () => {
+  it('is 1500 unless set, 0 sends none, and a bad value is one sentence naming it', () => {
+    const before = process.env.MEMORY_NOTES_MAX_CHARS;
+    try {
+      delete process.env.MEMORY_NOTES_MAX_CHARS;
+      expect(notesBudget()).toBe(1500);
+      process.env.MEMORY_NOTES_MAX_CHARS = '0';
+      expect(notesBudget()).toBe(0);
+      process.env.MEMORY_NOTES_MAX_CHARS = 'lots';
+      expect(() => notesBudget()).toThrow(
+        new ConfigError(
+          'MEMORY_NOTES_MAX_CHARS must be a whole number of at least 0 (it is "lots"). Fix it in .env.',
+        ),
+      );
+    } finally {
+      if (before === undefined) delete process.env.MEMORY_NOTES_MAX_CHARS;
+      else process.env.MEMORY_NOTES_MAX_CHARS = before;
+    }
   });
 });
