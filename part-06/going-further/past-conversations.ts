@@ -69,7 +69,7 @@ async function copyNewMessages(customerId: number): Promise<void> {
                FROM conversations c JOIN messages m ON m.conversation_id = c.id
               WHERE c.customer_id = ? AND m.role IN ('user', 'assistant')
                 AND NOT EXISTS (SELECT 1 FROM message_text t
-                                 WHERE t.conversation_id = m.conversation_id AND t.seq = m.seq)) new
+                                 WHERE t.conversation_id = m.conversation_id AND t.seq = m.seq)) copied
       WHERE text IS NOT NULL AND text <> ''`,
     [customerId],
   );
