@@ -41,11 +41,9 @@ await runMain(async () => {
     throw new UsageError(`Give one conversation id (got ${positionals.length} arguments).`);
   if (
     positionals.length === 0 &&
-    (values.context || values.json || values.budget || values.recent || values.question)
+    (values.context || values.json || values.budget || values.recent)
   ) {
-    throw new UsageError(
-      '--context, --json, --budget, --recent and --question need a conversation id.',
-    );
+    throw new UsageError('--context, --json, --budget and --recent need a conversation id.');
   }
   if (
     !values.context &&

@@ -293,7 +293,7 @@ describe('show-conversation <id>', () => {
   });
 
   it.each([
-    [['--context'], '--context, --json, --budget, --recent and --question need a conversation id.'],
+    [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
     [[`${'a'.repeat(32)}`, '--budget=500'], '--budget, --recent and --question go with --context.'],
     [
       [`${'a'.repeat(32)}`, '--context', '--recent=0'],
