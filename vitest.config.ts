@@ -59,6 +59,7 @@ export default defineConfig({
       CUSTOMER_EMAIL: 'maya.patel@example.com',
       MEMORY_MAX_CHARS: '',
       MEMORY_RECENT_TURNS: '',
+      MEMORY_NOTES_MAX_CHARS: '',
       LLM_TIMEOUT_SECONDS: '',
       DB_TIMEOUT_SECONDS: '',
       LOG_DIR: testLogs,

@@ -19,7 +19,7 @@ import type {
 import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
-import { TOOL_DEFINITIONS, type ToolContext } from './tools.ts';
+import { TOOL_DEFINITIONS, type Tool, type ToolContext } from './tools.ts';
 import { memoryEvent, Trace } from './trace.ts';
 
 /**
@@ -27,6 +27,7 @@ import { memoryEvent, Trace } from './trace.ts';
  * answer); a model going in circles is stopped here instead of running up a bill.
  */
 export const MAX_STEPS = 6;
+
 export const STEP_LIMIT_ANSWER =
   'Sorry, this is taking more steps than expected. Our support team will help: email support@kestrel.example.';
 export const API_ERROR_ANSWER =
@@ -57,6 +58,8 @@ export interface AgentOptions {
   llm: LlmSettings;
   /** Where the conversation is loaded from and saved to (memory.ts). */
   store: ConversationStore;
+  /** Tools the entry script adds to this chapter's own (tools.ts). */
+  tools?: Tool[];
   /** Where traces are written (LOG_DIR, checked at start). */
   logDir: string;
   /** Hide the trace lines on the terminal. */
@@ -91,7 +94,7 @@ export async function runAgent(
   options: AgentOptions,
 ): Promise<AgentResult> {
   // Earlier turns, loaded once and trimmed to the memory budget (context.ts explains how).
-  const history = await options.store.loadContext(conversation);
+  const history = await options.store.loadContext(conversation, question);
   const trace = new Trace(conversation.id, options);
   trace.event('start', { question, customer_id: customer.id });
   trace.event('memory', memoryEvent(history));
@@ -99,7 +102,7 @@ export async function runAgent(
   const turn = new TurnInProgress(question, conversation, options.store, trace);
   const system: Message = { role: 'system', content: systemPrompt(customer) };
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
-  const context: ToolContext = { customer, llm: options.llm, ticketsOpened: 0 };
+  const context: ToolContext = { customer, conversation, llm: options.llm, ticketsOpened: 0 };
   const callCounts = new Map<string, number>();
 
   for (let step = 1; step <= MAX_STEPS; step++) {
@@ -108,7 +111,7 @@ export async function runAgent(
     const reply = await askModel(request, step, options, trace, turn);
     if ('outcome' in reply) return reply; // the provider failed: the turn ended with a fallback
     const ms = Date.now() - started;
-    const cost = costOf(reply, request);
+    const cost = costOf(reply, request, options);
     if (reply.tool_calls.length === 0) {
       trace.event('final_answer', { step, ms });
       const answer = reply.text.trim();
@@ -121,7 +124,7 @@ export async function runAgent(
     turn.add(reply.message, cost);
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
-      const { result, exception } = await safeRunTool(call, callCounts, context);
+      const { result, exception } = await safeRunTool(call, callCounts, context, options.tools);
       trace.event('tool_result', { step, name: call.name, result, exception });
       turn.add({
         role: 'tool',
@@ -130,9 +133,8 @@ export async function runAgent(
         content: JSON.stringify(result),
       });
     }
-    // The step is complete: save it now, calls with their results, so whatever the tools did (a
-    // ticket opened, say) is on record before anything else can happen. Ctrl-C included: the tools
-    // have run, so their step is saved first, and only then is the question cancelled.
+    // The step is complete: saved now, calls with their results, so what the tools did (a ticket
+    // opened) is on record first. Ctrl-C waits for this save too: the tools have already run.
     await turn.save(step);
     if (options.signal?.aborted) throw await turn.cancel(step);
   }
@@ -155,7 +157,7 @@ async function askModel(
   };
   try {
     // Streamed, so a person can read the answer while the rest is written (see onText).
-    return await streamWithTools(options.llm, request, TOOL_DEFINITIONS, {
+    return await streamWithTools(options.llm, request, toolDefinitions(options), {
       ...call,
       onText: (text) => options.onText?.(text, step),
     });
@@ -250,10 +252,13 @@ class TurnInProgress {
 }
 
 /** What a model call cost: the provider's token counts, and the characters sent (tools included). */
-function costOf(reply: ChatResult, request: Message[]): CallCost {
-  return {
-    input_tokens: reply.usage?.input_tokens ?? 0,
-    output_tokens: reply.usage?.output_tokens ?? 0,
-    request_chars: JSON.stringify(request).length + JSON.stringify(TOOL_DEFINITIONS).length,
-  };
+function costOf(reply: ChatResult, request: Message[], options: AgentOptions): CallCost {
+  const sent = JSON.stringify(request).length + JSON.stringify(toolDefinitions(options)).length;
+  const { input_tokens = 0, output_tokens = 0 } = reply.usage ?? {};
+  return { input_tokens, output_tokens, request_chars: sent };
+}
+
+/** What the model is told it may call: this chapter's tools, then the entry script's. */
+function toolDefinitions(options: AgentOptions) {
+  return [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
 }

@@ -1,6 +1,6 @@
 // Ask Nimbus one question within a conversation; it remembers earlier questions of the same conversation.
 import { conversationId, dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings, memoryBudget } from '../shared/config.ts';
+import { ensureLogDir, llmSettings, memoryBudget, notesBudget } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { DEFAULT_BUDGET } from './context.ts';
@@ -14,8 +14,7 @@ import {
   WAITING_FOR_OTHER_QUESTION,
   withConversationLock,
 } from './going-further/conversation-lock.ts';
-import { hardenedStore } from './going-further/hardened-store.ts';
-import { describeDamage } from './going-further/stored-history.ts';
+import { storeAndTools } from './going-further/agent-setup.ts';
 import { checkQuestion } from './going-further/question-limit.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
@@ -43,6 +42,7 @@ await runMain(async () => {
   const llm = llmSettings();
   const logDir = ensureLogDir();
   const budget = memoryBudget(DEFAULT_BUDGET);
+  const notesMaxChars = notesBudget();
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   if (!values.quiet)
@@ -59,10 +59,9 @@ await runMain(async () => {
   conversation ??= newConversation(customer.id);
 
   checkQuestion(question); // a usage error: too long to be worth sending
-  const store = hardenedStore(budget, {
-    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
-  });
-  const options = { llm, logDir, store, quiet: values.quiet };
+  // The hardened store, the customer's notes and their tools, as in chat.ts.
+  const agent = { llm, logDir, quiet: values.quiet };
+  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
   const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   const result = await withConversationLock(
     conversation.id,

@@ -1,6 +1,6 @@
 // Chat with Nimbus in the terminal: answers appear as they are written, and every step is saved, so a conversation can be resumed.
 import { conversationId, dim, parseFlags, runMain } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings, memoryBudget } from '../shared/config.ts';
+import { ensureLogDir, llmSettings, memoryBudget, notesBudget } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
@@ -14,10 +14,10 @@ import {
   WAITING_FOR_OTHER_QUESTION,
   withConversationLock,
 } from './going-further/conversation-lock.ts';
-import { ConversationDeleted, hardenedStore } from './going-further/hardened-store.ts';
+import { storeAndTools } from './going-further/agent-setup.ts';
+import { ConversationDeleted } from './going-further/hardened-store.ts';
 import { offerToBuildIndex } from './going-further/index-offer.ts';
 import { LineInput } from './going-further/line-input.ts';
-import { describeDamage } from './going-further/stored-history.ts';
 import { answerPrinter } from './going-further/answer-printer.ts';
 import { checkQuestion, QuestionTooLong } from './going-further/question-limit.ts';
 
@@ -45,6 +45,7 @@ await runMain(async () => {
   const llm = llmSettings();
   const logDir = ensureLogDir();
   const budget = memoryBudget(DEFAULT_BUDGET);
+  const notesMaxChars = notesBudget();
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer);
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -56,21 +57,16 @@ await runMain(async () => {
     conversation = newConversation(customer.id);
     console.log(`New conversation ${conversation.id}`);
   }
-  const store = hardenedStore(budget, {
-    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
-  });
-  const chat: Chat = {
-    customer,
-    conversation,
-    options: { llm, logDir, store, quiet: values.quiet },
-  };
+  // The hardened store, the customer's notes and their tools: going further, set up in one place.
+  const agent = { llm, logDir, quiet: values.quiet };
+  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
+  const chat: Chat = { customer, conversation, options };
   const lines = new LineInput();
   await offerToBuildIndex(llm, lines);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
   await chatLoop(chat, lines);
 
-  // Nothing is stored until the first answer, so only then is there something to resume; and only
-  // by the same customer, so a --customer given now belongs in the command too.
+  // Only a saved conversation can be resumed, and only by its customer: a --customer goes in the hint.
   const as =
     values.customer === undefined
       ? ''

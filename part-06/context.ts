@@ -98,9 +98,8 @@ export function turnChars(turn: Turn): number {
 }
 
 /**
- * The answer that closes a turn cut short after its tools ran (Ctrl-C, a crash). It names what they
- * returned, so even once the turn is compacted to question and answer the model still sees, say, the
- * ticket number, and does not open the same request again.
+ * The answer closing a turn cut short after its tools ran (Ctrl-C, a crash). It names what they returned,
+ * so even once the turn is compacted the model still sees, say, the ticket number, and opens no second.
  */
 export function interruptedAnswer(turn: Turn): string {
   const done = turn

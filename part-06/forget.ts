@@ -1,4 +1,4 @@
-// Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's with --customer=<email>.
+// Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's, notes too, with --customer=<email>.
 import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { logDir } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
@@ -10,10 +10,10 @@ import { forgetConversation, forgetCustomer, type Removed } from './going-furthe
 const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
        ${commandFor(import.meta.url, '--customer=<email>')}
 
-Deletes a conversation, all its messages and its trace file under logs/, and says what it removed;
-with --customer, every conversation of that customer (a request to delete their data). This is an
-operator's tool: it acts on any customer's conversations. A question being answered in a
-conversation is waited for, at most 30 s.`;
+Deletes a conversation, all its messages, the customer notes learned in it and its trace file under
+logs/, and says what it removed; with --customer, every conversation and every note of that customer
+(a request to delete their data). This is an operator's tool: it acts on any customer's
+conversations. A question being answered in a conversation is waited for, at most 30 s.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
@@ -34,17 +34,22 @@ await runMain(async () => {
     return;
   }
   const customer = await lookUpCustomer(values.customer!);
-  const removed = await forgetCustomer(logDir(), customer.id);
-  for (const r of removed) report(r);
-  const messages = removed.reduce((sum, r) => sum + r.messages, 0);
+  const { conversations, notes } = await forgetCustomer(logDir(), customer.id);
+  for (const r of conversations) report(r);
+  const messages = conversations.reduce((sum, r) => sum + r.messages, 0);
   console.log(
-    `Deleted ${removed.length} conversation${removed.length === 1 ? '' : 's'} (${messages} message${messages === 1 ? '' : 's'}) of ${printable(customer.email, { singleLine: true })}.`,
+    `Deleted ${plural(conversations.length, 'conversation')} (${plural(messages, 'message')}) and ${plural(notes, 'note')} of ${printable(customer.email, { singleLine: true })}.`,
   );
 }, USAGE);
 
 function report(removed: Removed): void {
+  const notes = removed.notes ? `, ${plural(removed.notes, 'note')} learned in it` : '';
   const trace = removed.traceFile ? ` and its trace file ${displayPath(removed.traceFile)}` : '';
   console.log(
-    `Deleted conversation ${removed.conversationId}: ${removed.messages} message${removed.messages === 1 ? '' : 's'}${trace}.`,
+    `Deleted conversation ${removed.conversationId}: ${plural(removed.messages, 'message')}${notes}${trace}.`,
   );
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

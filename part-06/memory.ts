@@ -43,11 +43,11 @@ export interface MessageToSave {
 
 /**
  * Where the agent keeps a conversation: it loads the earlier turns once per question, and saves each
- * completed step. Below is the plain store; going-further/hardened-store.ts is one that survives
- * real use, with the same two methods.
+ * completed step. Below, the plain store; going-further/ has one made to survive real use.
  */
 export interface ConversationStore {
-  loadContext(conversation: Conversation): Promise<Context>;
+  /** The earlier turns to send with `question`; a store may add reference material for it too. */
+  loadContext(conversation: Conversation, question: string): Promise<Context>;
   saveStep(conversation: Conversation, step: MessageToSave[]): Promise<void>;
 }
 

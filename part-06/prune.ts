@@ -1,4 +1,4 @@
-// Going further: deletes conversations nobody has used for N days, with their messages and traces: `npx tsx prune.ts --days=90`.
+// Going further: deletes conversations nobody has used for N days, with their messages and traces, and stale customer notes: `npx tsx prune.ts --days=90`.
 import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { logDir } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
@@ -8,9 +8,10 @@ import { planPrune, prune } from './going-further/retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
 
-Deletes conversations not updated for N days (their messages and trace files too), and trace files
-older than N days that belong to no conversation. --dry-run lists them without deleting anything.
-A conversation in use at that moment is skipped.`;
+Deletes conversations not updated for N days (their messages and trace files too), trace files
+older than N days that belong to no conversation, and customer notes past their expiry or not
+recalled for N days. --dry-run lists them without deleting anything. A conversation in use at that
+moment is skipped.`;
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -27,10 +28,11 @@ await runMain(async () => {
   const plan = await planPrune(logDir(), days);
   const dryRun = values['dry-run'] ?? false;
   const verb = dryRun ? 'Would delete' : 'Deleted';
-  const { removed, busy } = dryRun
+  const { removed, busy, notes } = dryRun
     ? {
         removed: plan.conversations.map((c) => ({ conversationId: c.id, messages: c.messages })),
         busy: [],
+        notes: plan.notes.map((note) => note.id),
       }
     : await prune(logDir(), plan, days);
   for (const r of removed)
@@ -40,8 +42,15 @@ await runMain(async () => {
   for (const id of busy)
     console.log(`Skipped conversation ${id}: a question is being answered in it right now`);
   for (const file of plan.orphanTraces) console.log(`${verb} trace ${displayPath(file)}`);
+  for (const note of plan.notes.filter((n) => notes.includes(n.id)))
+    console.log(
+      `${verb} note ${note.id} of ${printable(note.customer_email, { singleLine: true })} (${note.reason === 'expired' ? 'expired' : `not recalled for ${plural(days, 'day')}`})`,
+    );
   console.log(
     `${verb} ${plural(removed.length, 'conversation')} and ${plural(plan.orphanTraces.length, 'other trace file')} older than ${plural(days, 'day')}.`,
+  );
+  console.log(
+    `${verb} ${plural(notes.length, 'customer note')}, expired or not recalled for ${plural(days, 'day')}.`,
   );
 }, USAGE);
 

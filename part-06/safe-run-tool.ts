@@ -1,6 +1,6 @@
 // Runs one tool call for the agent loop so that nothing a tool does can crash the loop.
 import type { ToolCall } from '../shared/llm/index.ts';
-import { runTool, type ToolContext, type ToolResult } from './tools.ts';
+import { runTool, type Tool, type ToolContext, type ToolResult } from './tools.ts';
 
 /** How often the same tool may run with the same arguments within one question. */
 const MAX_REPEAT_CALLS = 2;
@@ -16,6 +16,7 @@ export async function safeRunTool(
   call: ToolCall,
   callCounts: Map<string, number>,
   context: ToolContext,
+  extraTools: Tool[] = [],
 ): Promise<{ result: ToolResult; exception?: string }> {
   // Same tool, same arguments, in any key order: {"a":1,"b":2} and {"b":2,"a":1} are one call.
   const key = `${call.name}:${canonicalJson(call.arguments)}`;
@@ -24,7 +25,7 @@ export async function safeRunTool(
   if (count > MAX_REPEAT_CALLS) return { result: { error: REPEATED_CALL_ERROR } };
 
   try {
-    return { result: await runTool(call, context) };
+    return { result: await runTool(call, context, extraTools) };
   } catch (error) {
     // The model gets a plain sentence; the technical detail goes to the trace for us.
     const exception = error instanceof Error ? error.message : String(error);

@@ -25,7 +25,12 @@ export const TABLES = [
   'help_chunks',
   'conversations',
   'messages',
+  // Going further: customer notes, and the searchable words of conversations (customer-memory.sql).
+  'customer_notes',
+  'message_text',
 ];
+/** The tables going-further/customer-memory.sql creates, once messages has today's shape. */
+const CUSTOMER_MEMORY_TABLES = ['customer_notes', 'message_text'];
 /** The stored functions functions.sql defines. */
 const FUNCTIONS = [
   'refund_window_days',
@@ -63,6 +68,8 @@ export async function ensureDatabase(
       await runSqlFile(db, 'functions.sql');
     }
     await upgradeMessages(db, database, log);
+    if (missing.some((table) => CUSTOMER_MEMORY_TABLES.includes(table)))
+      await runSqlFile(db, 'going-further/customer-memory.sql');
     await seedEmptyTables(db, log);
     const [[articles]] = await db.query<mysql.RowDataPacket[]>(
       'SELECT COUNT(*) AS n FROM help_articles',
@@ -126,7 +133,8 @@ export async function checkDatabase(): Promise<void> {
 /**
  * How the reset's question names each table's rows: "8 customers", with a table's parts in brackets
  * after it, "20 orders (25 order items)".
- * The help center is not named: the reset loads it again from the articles, so nothing is lost.
+ * The help center is not named: the reset loads it again from the articles, so nothing is lost; nor
+ * is message_text, a copy of the messages already counted.
  */
 const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, noun: string]]> = [
   ['customers', 'customer'],
@@ -134,6 +142,7 @@ const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, nou
   ['orders', 'order', ['order_items', 'order item']],
   ['tickets', 'support ticket'],
   ['conversations', 'conversation', ['messages', 'message']],
+  ['customer_notes', 'customer note'],
 ];
 
 export interface ResetPlan {

@@ -1,14 +1,17 @@
 // Shows what memory holds: recent conversations, one conversation turn by turn, or how the next context is built.
 import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { memoryBudget } from '../shared/config.ts';
+import { memoryBudget, notesBudget } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable, printableJson } from '../shared/text.ts';
 import { buildContext, DEFAULT_BUDGET, type MemoryBudget } from './context.ts';
 import { contextView, exportConversation, listView, turnsView } from './conversation-view.ts';
 import { checkDatabase } from './setup-database.ts';
 import { describeConversation, listConversations, loadRows } from './stored-conversations.ts';
-// Going further: rows are read defensively, so a damaged one is shown as such instead of failing the view.
+// Going further: rows are read defensively, so a damaged one is shown as such instead of failing the view;
+// and the customer's notes that would go with the next question are shown with the context.
 import { readHistory } from './going-further/stored-history.ts';
+import { recallView } from './going-further/notes-view.ts';
+import { recallNotes } from './going-further/recall.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
        ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
@@ -16,8 +19,10 @@ const USAGE = `Usage: ${commandFor(import.meta.url)}                          li
        ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
        ${commandFor(import.meta.url, '<id> --context --json')}    the exact messages that will be sent
        ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
+       ${commandFor(import.meta.url, '<id> --context --question="…"')}    customer notes ranked for that question
 
---budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2).
+--budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2);
+the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).
 This is an operator's tool: it shows any customer's conversation, and whose it is.`;
 
 await runMain(async () => {
@@ -27,6 +32,7 @@ await runMain(async () => {
       json: { type: 'boolean' },
       budget: { type: 'string' },
       recent: { type: 'string' },
+      question: { type: 'string' },
     },
     allowPositionals: true,
   });
@@ -38,8 +44,11 @@ await runMain(async () => {
   ) {
     throw new UsageError('--context, --json, --budget and --recent need a conversation id.');
   }
-  if (!values.context && (values.budget !== undefined || values.recent !== undefined))
-    throw new UsageError('--budget and --recent go with --context.');
+  if (
+    !values.context &&
+    (values.budget !== undefined || values.recent !== undefined || values.question !== undefined)
+  )
+    throw new UsageError('--budget, --recent and --question go with --context.');
   const configured = memoryBudget(DEFAULT_BUDGET);
   const budget: MemoryBudget = {
     maxChars:
@@ -47,6 +56,7 @@ await runMain(async () => {
     recentTurns:
       values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
   };
+  const notesMaxChars = notesBudget();
   await checkDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
 
@@ -60,8 +70,12 @@ await runMain(async () => {
   const history = readHistory(rows);
   if (values.context) {
     const context = buildContext(history.messages, budget);
-    if (values.json) return void console.log(printableJson(context.messages, 2));
-    return void console.log(contextView(id, context, rows).join('\n'));
+    const notes = await recallNotes(conversation.customer_id, values.question, notesMaxChars);
+    if (values.json)
+      return void console.log(printableJson([...context.messages, ...notes.messages], 2));
+    console.log(contextView(id, context, rows).join('\n'));
+    if (notes.notes.length) console.log(recallView(notes, values.question).join('\n'));
+    return;
   }
   if (values.json)
     return void console.log(printableJson(exportConversation(conversation, rows, history), 2));

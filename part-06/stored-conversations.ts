@@ -6,6 +6,7 @@ const MESSAGE_COUNT = '(SELECT COUNT(*) FROM messages m WHERE m.conversation_id 
 
 export interface ConversationSummary {
   id: string;
+  customer_id: number;
   customer_email: string;
   customer_name: string;
   created_at: Date;
@@ -31,7 +32,7 @@ export async function listConversations(
   limit = 20,
 ): Promise<Array<ConversationSummary & { first_question: string | null }>> {
   return query(
-    `SELECT c.id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
+    `SELECT c.id, c.customer_id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
             ${MESSAGE_COUNT} AS messages,
             (SELECT JSON_UNQUOTE(JSON_EXTRACT(m.data, '$.content')) FROM messages m
               WHERE m.conversation_id = c.id AND m.role = 'user' ORDER BY m.seq LIMIT 1) AS first_question
@@ -44,7 +45,7 @@ export async function listConversations(
 /** One conversation's summary, whoever it belongs to; undefined if there is none. */
 export async function describeConversation(id: string): Promise<ConversationSummary | undefined> {
   const [row] = await query<ConversationSummary[]>(
-    `SELECT c.id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
+    `SELECT c.id, c.customer_id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
             ${MESSAGE_COUNT} AS messages
        FROM conversations c JOIN customers cu ON cu.id = c.customer_id WHERE c.id = ?`,
     [id],

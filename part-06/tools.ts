@@ -7,6 +7,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import { query, withTransaction } from '../shared/db.ts';
 import type { LlmSettings } from '../shared/config.ts';
 import type { ToolCall, ToolDefinition } from '../shared/llm/index.ts';
+import type { Conversation } from './memory.ts';
 import { searchHelpCenter } from './search-help.ts';
 import type { Customer } from './session.ts';
 
@@ -17,13 +18,16 @@ export type ToolResult = Record<string, unknown>;
 export interface ToolContext {
   /** The signed-in customer: every lookup is limited to their orders. */
   customer: Customer;
+  /** The conversation the question belongs to: where whatever a tool keeps was said. */
+  conversation: Conversation;
   /** The provider, for searching the help center by meaning. */
   llm: LlmSettings;
   /** Tickets opened so far for the current question (see MAX_TICKETS_PER_TURN). */
   ticketsOpened: number;
 }
 
-interface Tool {
+/** A tool: what the model is told, and the code that runs it. An entry script may add its own. */
+export interface Tool {
   definition: ToolDefinition;
   run(args: Record<string, unknown>, context: ToolContext): Promise<ToolResult>;
 }
@@ -313,12 +317,17 @@ const TOOLS: Tool[] = [
 /** What the model is told it may call. */
 export const TOOL_DEFINITIONS: ToolDefinition[] = TOOLS.map((tool) => tool.definition);
 
-/** Runs one call from the model. Unknown tools and bad arguments become `{ error }` results, not exceptions. */
-export async function runTool(call: ToolCall, context: ToolContext): Promise<ToolResult> {
-  const tool = TOOLS.find((t) => t.definition.name === call.name);
+/** Runs one call from the model (`extra`: tools the entry script added). Unknown tools and bad arguments become `{ error }` results. */
+export async function runTool(
+  call: ToolCall,
+  context: ToolContext,
+  extra: Tool[] = [],
+): Promise<ToolResult> {
+  const tools = [...TOOLS, ...extra];
+  const tool = tools.find((t) => t.definition.name === call.name);
   if (!tool)
     return {
-      error: `Unknown tool "${call.name}". Available: ${TOOLS.map((t) => t.definition.name).join(', ')}.`,
+      error: `Unknown tool "${call.name}". Available: ${tools.map((t) => t.definition.name).join(', ')}.`,
     };
   if (call.arguments_error) return { error: call.arguments_error };
   try {

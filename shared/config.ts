@@ -143,6 +143,11 @@ export function memoryBudget(defaults: { maxChars: number; recentTurns: number }
   };
 }
 
+/** Part 6's customer notes: the characters of them sent with each question (MEMORY_NOTES_MAX_CHARS; 0: none). */
+export function notesBudget(): number {
+  return integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0);
+}
+
 /**
  * A whole-number setting such as MEMORY_MAX_CHARS: the default when unset, a ConfigError naming the
  * variable when it is not a whole number from `min` to `max`.

@@ -1,4 +1,4 @@
-// Going further: deleting conversations everywhere they live: their rows and their trace files.
+// Going further: deleting conversations everywhere they live: their rows, their trace files, the notes learned in them.
 //
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.
@@ -9,17 +9,26 @@ import { query } from '../../shared/db.ts';
 import { describeConversation, type ConversationSummary } from '../stored-conversations.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { ConversationBusy, withConversationLock } from './conversation-lock.ts';
+import {
+  forgetSource,
+  notesFromConversation,
+  staleNotes,
+  type StaleNote,
+} from './customer-notes.ts';
+import { forgetNotes } from './forget-notes.ts';
 
 export interface Removed {
   conversationId: string;
   messages: number;
+  /** Customer notes learned in the conversation, deleted with it. */
+  notes: number;
   traceFile?: string;
 }
 
 /**
- * Deletes one conversation, its messages and its trace file. A question being answered in it is
- * waited for (at most 30 s), so a chat never writes to a conversation after it was deleted.
- * Undefined when there was nothing to delete.
+ * Deletes one conversation, its messages, the notes learned in it and its trace file. A question
+ * being answered in it is waited for (at most 30 s), so a chat never writes to a conversation after
+ * it was deleted. Undefined when there was nothing to delete.
  */
 export async function forgetConversation(
   logDir: string,
@@ -27,27 +36,36 @@ export async function forgetConversation(
 ): Promise<Removed | undefined> {
   return withConversationLock(conversationId, async () => {
     const found = await describeConversation(conversationId);
+    // The customer said them here: forgetting what was said forgets them, in every trace too.
+    const learned = await notesFromConversation(conversationId);
+    const notes = learned ? (await forgetNotes(logDir, learned.customerId, learned.ids)).length : 0;
     await deleteConversation(conversationId);
     const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversationId)]);
-    if (!found && !traceFile) return undefined;
-    return { conversationId, messages: found?.messages ?? 0, traceFile };
+    if (!found && !traceFile && !notes) return undefined;
+    return { conversationId, messages: found?.messages ?? 0, notes, traceFile };
   });
 }
 
-/** Deletes every conversation of one customer, everywhere (a data-deletion request). */
-export async function forgetCustomer(logDir: string, customerId: number): Promise<Removed[]> {
-  const removed: Removed[] = [];
+/** Deletes every conversation and every note of one customer, everywhere (a data-deletion request). */
+export async function forgetCustomer(
+  logDir: string,
+  customerId: number,
+): Promise<{ conversations: Removed[]; notes: number }> {
+  const notes = (await forgetNotes(logDir, customerId, 'all')).length;
+  const conversations: Removed[] = [];
   for (const id of await conversationsOf(customerId)) {
     const done = await forgetConversation(logDir, id);
-    if (done) removed.push(done);
+    if (done) conversations.push(done);
   }
-  return removed;
+  return { conversations, notes };
 }
 
 export interface PrunePlan {
   conversations: ConversationSummary[];
   /** Trace files older than the limit that belong to no (remaining) conversation. */
   orphanTraces: string[];
+  /** Customer notes past their expiry, or not sent with any question for the days given. */
+  notes: StaleNote[];
 }
 
 /** What prune would delete: conversations not updated for `days` days, and old traces of no conversation. */
@@ -68,18 +86,20 @@ export async function planPrune(logDir: string, days: number): Promise<PrunePlan
   for (const file of listTraceFiles(path.join(logDir, 'traces'))) {
     if (statSync(file).mtimeMs < cutoff) orphanTraces.push(file);
   }
-  return { conversations, orphanTraces };
+  return { conversations, orphanTraces, notes: await staleNotes(days) };
 }
 
 export interface PruneResult {
   removed: Removed[];
   /** Conversations skipped because a question was being answered in them at that moment. */
   busy: string[];
+  /** The notes deleted: those of the plan still stale (one may have been recalled since). */
+  notes: number[];
 }
 
 /** Carries out a plan. A conversation is deleted only if it is still unused (a chat may have resumed it). */
 export async function prune(logDir: string, plan: PrunePlan, days: number): Promise<PruneResult> {
-  const result: PruneResult = { removed: [], busy: [] };
+  const result: PruneResult = { removed: [], busy: [], notes: [] };
   for (const conversation of plan.conversations) {
     try {
       // Never wait: a conversation in use right now is not stale, whatever its updated_at says.
@@ -87,10 +107,13 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
         conversation.id,
         async () => {
           if (!(await deleteConversation(conversation.id, days))) return;
+          // Its notes stay while questions still use them (they have their own clock, below).
+          await forgetSource(conversation.id);
           const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversation.id)]);
           result.removed.push({
             conversationId: conversation.id,
             messages: conversation.messages,
+            notes: 0,
             traceFile,
           });
         },
@@ -102,6 +125,12 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
     }
   }
   deleteTraceFiles(plan.orphanTraces);
+  // Customer by customer, since notes are deleted for one customer at a time.
+  for (const customerId of new Set(plan.notes.map((note) => note.customer_id))) {
+    const ids = plan.notes.filter((note) => note.customer_id === customerId).map((note) => note.id);
+    const deleted = await forgetNotes(logDir, customerId, ids, days);
+    result.notes.push(...deleted.map((note) => note.id));
+  }
   return result;
 }
 
@@ -144,7 +173,7 @@ async function conversationsOf(customerId: number): Promise<string[]> {
 /** Conversations not updated for `days` days, oldest first. */
 async function staleConversations(days: number): Promise<ConversationSummary[]> {
   return query<ConversationSummary[]>(
-    `SELECT c.id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
+    `SELECT c.id, c.customer_id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
             (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages
        FROM conversations c JOIN customers cu ON cu.id = c.customer_id
       WHERE c.updated_at < NOW(3) - INTERVAL ? DAY ORDER BY c.updated_at`,

@@ -10,6 +10,7 @@ const HIDDEN = /[\x1b\u009b\u200b\u200d\u202e]/;
 const when = new Date('2025-01-02T03:04:00Z');
 const conversation = {
   id: 'a'.repeat(32),
+  customer_id: 9,
   customer_email: 'eve@exa\u200bmple.com',
   customer_name: 'Eve\u202eevil',
   created_at: when,

@@ -10,6 +10,7 @@ import { runScript } from '../../shared/testing/run-script.ts';
 import { signIn } from '../session.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
+import { saveNote } from '../going-further/customer-notes.ts';
 import { testSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
@@ -132,7 +133,7 @@ describe('conversations belong to their customer', () => {
     expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
   });
 
-  it("forget.ts --customer deletes every conversation of that customer, everywhere, and no one else's, whatever the case of the address", async () => {
+  it("forget.ts --customer deletes every conversation and note of that customer, everywhere, and no one else's, whatever the case of the address", async () => {
     // Stored as typed at sign-up, not in lower case: the exact address must find it too.
     await query(
       "INSERT INTO customers (name, email) VALUES ('Zoe Mixed', 'Zoe.Mixed@Example.com')",
@@ -142,13 +143,21 @@ describe('conversations belong to their customer', () => {
       await conversationOf('zoe.mixed@example.com'),
     ];
     const mayas = await conversationOf('maya.patel@example.com');
+    const [{ id: zoe }] = await query<Array<{ id: number }>>(
+      "SELECT id FROM customers WHERE name = 'Zoe Mixed'",
+    );
+    await saveNote(zoe, zoes[0], 'Zoe prefers letters.', null);
+    await saveNote(1, mayas, 'Maya keeps this one.', null);
     for (const id of [...zoes, mayas])
       expect(existsSync(conversationTraceFile(logDir(), id))).toBe(true);
     const run = await runScript(FORGET, ['--customer=Zoe.Mixed@Example.com'], { env });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n').at(-1)).toBe(
-      'Deleted 2 conversations (4 messages) of Zoe.Mixed@Example.com.',
+      'Deleted 2 conversations (4 messages) and 1 note of Zoe.Mixed@Example.com.',
     );
+    expect(
+      await query('SELECT text FROM customer_notes WHERE customer_id IN (1, ?)', [zoe]),
+    ).toEqual([{ text: 'Maya keeps this one.' }]);
     expect(
       await query(
         "SELECT c.id FROM conversations c JOIN customers cu ON cu.id = c.customer_id WHERE cu.name = 'Zoe Mixed'",

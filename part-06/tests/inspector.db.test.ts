@@ -293,7 +293,7 @@ describe('show-conversation <id>', () => {
 
   it.each([
     [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
-    [[`${'a'.repeat(32)}`, '--budget=500'], '--budget and --recent go with --context.'],
+    [[`${'a'.repeat(32)}`, '--budget=500'], '--budget, --recent and --question go with --context.'],
     [
       [`${'a'.repeat(32)}`, '--context', '--recent=0'],
       '--recent must be a whole number from 1 to 999999999 (got "0").',

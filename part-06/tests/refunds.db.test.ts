@@ -5,6 +5,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
+import { newConversation } from '../memory.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
@@ -71,7 +72,12 @@ describe('check_refund_eligibility', () => {
   const check = (args: Record<string, unknown>) =>
     runTool(
       { id: 'c', name: 'check_refund_eligibility', arguments: args },
-      { customer: maya, llm: NO_PROVIDER, ticketsOpened: 0 },
+      {
+        customer: maya,
+        conversation: newConversation(maya.id),
+        llm: NO_PROVIDER,
+        ticketsOpened: 0,
+      },
     );
 
   it("holds the chapter's facts: 1043 is outside the window, 1042 has 11 days left", async () => {

@@ -19,6 +19,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { ensureDatabase } from '../setup-database.ts';
+import { saveNote } from '../going-further/customer-notes.ts';
 import { testSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -114,6 +115,20 @@ describe('prune.ts', () => {
   it('deletes conversations unused for N days with their traces, and old traces of no conversation', async () => {
     const old = await chatAbout('tangerine-5150');
     const recent = await chatAbout('cobalt-9090');
+    // Customer notes have a clock of their own: one past its expiry, one not recalled for 40 days.
+    const expired = await saveNote(maya.id, recent, 'Away until last week.', null);
+    const unused = await saveNote(maya.id, recent, 'Nobody asked about this lately.', null);
+    const kept = await saveNote(maya.id, old, 'Still in use.', null);
+    const [expiredId, unusedId, keptId] = [expired, unused, kept].map((s) =>
+      s.outcome === 'saved' ? s.id : 0,
+    );
+    await query(
+      'UPDATE customer_notes SET expires_on = CURRENT_DATE - INTERVAL 1 DAY WHERE id = ?',
+      [expiredId],
+    );
+    await query('UPDATE customer_notes SET created_at = NOW(3) - INTERVAL 40 DAY WHERE id = ?', [
+      unusedId,
+    ]);
     await query('UPDATE conversations SET updated_at = NOW(3) - INTERVAL 40 DAY WHERE id = ?', [
       old,
     ]);
@@ -134,6 +149,15 @@ describe('prune.ts', () => {
     expect(dry.stdout).toContain(
       'Would delete 1 conversation and 2 other trace files older than 30 days.',
     );
+    expect(dry.stdout).toContain(
+      `Would delete note ${expiredId} of maya.patel@example.com (expired)`,
+    );
+    expect(dry.stdout).toContain(
+      `Would delete note ${unusedId} of maya.patel@example.com (not recalled for 30 days)`,
+    );
+    expect(dry.stdout).toContain(
+      'Would delete 2 customer notes, expired or not recalled for 30 days.',
+    );
     expect(await whereIs('tangerine-5150')).toHaveLength(2);
     expect(existsSync(oldQuestion)).toBe(true);
 
@@ -143,6 +167,11 @@ describe('prune.ts', () => {
     expect(real.stdout).toContain(
       'Deleted 1 conversation and 2 other trace files older than 30 days.',
     );
+    expect(real.stdout).toContain('Deleted 2 customer notes, expired or not recalled for 30 days.');
+    // The note said in the pruned conversation is still in use: it stays, without its source.
+    expect(await query('SELECT id, conversation_id FROM customer_notes')).toEqual([
+      { id: keptId, conversation_id: null },
+    ]);
     expect(await whereIs('tangerine-5150')).toEqual([]);
     expect(await whereIs(old)).toEqual([]);
     expect(existsSync(oldQuestion) || existsSync(orphan)).toBe(false);

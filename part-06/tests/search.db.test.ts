@@ -8,6 +8,7 @@ import { buildIndex, fromBlob } from '../embedding-index.ts';
 import { searchHelpCenter } from '../search-help.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
+import { newConversation } from '../memory.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -155,6 +156,7 @@ describe('keyword fallback', () => {
   it('says so through the tool when nothing matches', async () => {
     const context = {
       customer: { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' },
+      conversation: newConversation(1),
       llm: { ...(fake.llm('openai') as OpenAISettings), embeddingModel: undefined },
       ticketsOpened: 0,
     };

@@ -69,11 +69,13 @@ async function losses(...more: string[]): Promise<string> {
   const conversations = await count('conversations');
   if (conversations)
     items.push(`${n(conversations, 'conversation')} (${n(await count('messages'), 'message')})`);
+  const notes = await count('customer_notes');
+  if (notes) items.push(n(notes, 'customer note'));
   items.push(...more);
   return `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
-/** A conversation with one saved turn and a ticket: what people wrote, which only an explicit reset may delete. */
+/** A conversation with one saved turn, a ticket and a note: what people wrote, which only an explicit reset may delete. */
 async function somethingToLose(): Promise<string> {
   const conversation = newConversation(1);
   await saveMessages(conversation, [
@@ -83,6 +85,10 @@ async function somethingToLose(): Promise<string> {
   await query(
     "INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')",
   );
+  await query('INSERT INTO customer_notes (customer_id, text, conversation_id) VALUES (1, ?, ?)', [
+    `Keep me too, ${conversation.id}.`,
+    conversation.id,
+  ]);
   return conversation.id;
 }
 
@@ -110,14 +116,50 @@ describe('a first run', () => {
   it('creates only what is missing: a database from the chapter before gains the memory tables and keeps the rest', async () => {
     await somethingToLose();
     const tickets = await count('tickets');
-    await query('DROP TABLE messages');
-    await query('DROP TABLE conversations'); // as a Part 5 database has it
+    for (const table of ['message_text', 'customer_notes', 'messages', 'conversations'])
+      await query(`DROP TABLE ${table}`); // as a Part 5 database has it
     const lines: string[] = [];
     await ensureDatabase((line) => lines.push(line));
-    expect(lines).toEqual([`Database "${db.name}": creating conversations, messages.`]);
+    expect(lines).toEqual([
+      `Database "${db.name}": creating conversations, messages, customer_notes, message_text.`,
+    ]);
     expect(await tables()).toEqual([...TABLES].sort());
     expect(await count('tickets')).toBe(tickets);
     expect(await count('orders')).toBe(20);
+  });
+
+  it('brings an older memory up to date: messages numbered by seq, then the customer-notes tables, conversations kept', async () => {
+    const id = await somethingToLose();
+    // An earlier version of this chapter: messages ordered by an AUTO_INCREMENT id, no notes yet.
+    for (const table of ['message_text', 'customer_notes', 'messages'])
+      await query(`DROP TABLE ${table}`);
+    await query(
+      `CREATE TABLE messages (
+         id INT UNSIGNED NOT NULL AUTO_INCREMENT, conversation_id CHAR(32) CHARACTER SET ascii NOT NULL,
+         role ENUM('user', 'assistant', 'tool') NOT NULL, data JSON NOT NULL,
+         input_tokens INT UNSIGNED NULL, output_tokens INT UNSIGNED NULL, request_chars INT UNSIGNED NULL,
+         storage_note VARCHAR(255) NULL, created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+         PRIMARY KEY (id), KEY idx_messages_conversation (conversation_id, id)
+       ) DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci`,
+    );
+    await query(
+      `INSERT INTO messages (conversation_id, role, data) VALUES
+         (?, 'user', '{"role":"user","content":"Hi"}'), (?, 'assistant', '{"role":"assistant","content":"Hello!"}')`,
+      [id, id],
+    );
+    const lines: string[] = [];
+    await ensureDatabase((line) => lines.push(line));
+    expect(lines).toEqual([
+      `Database "${db.name}": creating customer_notes, message_text.`,
+      `Database "${db.name}": numbering the stored messages of each conversation (seq).`,
+    ]);
+    expect(await tables()).toEqual([...TABLES].sort());
+    expect(
+      await query('SELECT seq, role FROM messages WHERE conversation_id = ? ORDER BY seq', [id]),
+    ).toEqual([
+      { seq: 1, role: 'user' },
+      { seq: 2, role: 'assistant' },
+    ]);
   });
 });
 
@@ -172,7 +214,7 @@ describe('setup.ts resets, and only when told to', () => {
       `Resetting database "${db.name}" deletes ${await losses('1 trace file')}.\n`,
     );
     expect(refused.stdout).toMatch(
-      /, \d+ support tickets?, \d+ conversations? \(\d+ messages?\) and 1 trace file\.\n$/,
+      /, \d+ support tickets?, \d+ conversations? \(\d+ messages?\), \d+ customer notes? and 1 trace file\.\n$/,
     );
     expect(refused.stderr.split('\n')[0]).toBe(
       'Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes',
@@ -202,7 +244,7 @@ describe('setup.ts resets, and only when told to', () => {
   });
 
   it('asks just the same when only the store changed: no ticket or conversation, but a customer added', async () => {
-    for (const table of ['messages', 'conversations', 'tickets'])
+    for (const table of ['customer_notes', 'messages', 'conversations', 'tickets'])
       await query(`DELETE FROM ${table}`);
     await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
     try {

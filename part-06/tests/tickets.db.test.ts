@@ -5,9 +5,11 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { MAX_TICKETS_PER_TURN, runTool, TOOL_DEFINITIONS, type ToolContext } from '../tools.ts';
+import { newConversation } from '../memory.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const sofia = { id: 3, name: 'Sofia García', email: 'sofia.garcia@example.com' };
+const conversation = newConversation(maya.id);
 let db: ScratchDatabase;
 let context: ToolContext;
 beforeAll(async () => {
@@ -18,7 +20,7 @@ beforeEach(async () => {
   // Every test starts with no tickets, numbered from 5001 again: none depends on another's.
   await query('DELETE FROM tickets');
   await query('ALTER TABLE tickets AUTO_INCREMENT = 5001');
-  context = { customer: maya, llm: NO_PROVIDER, ticketsOpened: 0 }; // a new question
+  context = { customer: maya, conversation, llm: NO_PROVIDER, ticketsOpened: 0 }; // a new question
 });
 afterAll(() => db.drop());
 
@@ -96,7 +98,7 @@ describe('create_support_ticket', () => {
             name: 'create_support_ticket',
             arguments: { category: 'warranty', summary: 'Broken.', order_id: 1043 },
           },
-          { customer: maya, llm: NO_PROVIDER, ticketsOpened: 0 },
+          { customer: maya, conversation, llm: NO_PROVIDER, ticketsOpened: 0 },
         ),
       ),
     );
@@ -192,7 +194,12 @@ describe('list_customer_orders', () => {
     ).toEqual({});
     const result = await run('list_customer_orders', { email: 'SOFIA.GARCÍA@EXAMPLE.COM' });
     expect(result.customer).toBe('Maya Patel');
-    context = { customer: sofia, llm: NO_PROVIDER, ticketsOpened: 0 };
+    context = {
+      customer: sofia,
+      conversation: newConversation(sofia.id),
+      llm: NO_PROVIDER,
+      ticketsOpened: 0,
+    };
     expect(
       ((await run('list_customer_orders', {})).orders as Array<{ order_id: number }>).map(
         (o) => o.order_id,

@@ -5,6 +5,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool, TOOL_DEFINITIONS } from '../tools.ts';
+import { newConversation } from '../memory.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
@@ -28,7 +29,7 @@ const call = (
       arguments: args,
       ...(argumentsError ? { arguments_error: argumentsError } : {}),
     },
-    { customer, llm: NO_PROVIDER, ticketsOpened: 0 },
+    { customer, conversation: newConversation(customer.id), llm: NO_PROVIDER, ticketsOpened: 0 },
   );
 
 describe('get_order_status', () => {

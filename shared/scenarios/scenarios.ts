@@ -23,6 +23,8 @@ export interface Scenario {
    * list and the next sitting resumes the conversation; one-question scripts get one run per message.
    */
   sessions: string[][];
+  /** With chat.ts, each sitting starts a new conversation instead of resuming the first one. */
+  newConversations?: boolean;
   replies: Reply[];
   /** Throws (with expect) when something that must hold does not. */
   check(run: ScenarioRun, expect: ExpectLike): Promise<void> | void;
@@ -278,6 +280,49 @@ export const SCENARIOS: Scenario[] = [
       );
       expect(tickets.length).toBe(1);
       expect(run.outputs[1]).toContain(`Nimbus: Done! Your ticket number is #${tickets[0].id}.`);
+    },
+  },
+  {
+    id: 'remembered-across-conversations',
+    title: 'A note kept in one conversation is used by a new conversation, in a new process',
+    sessions: [
+      ['Please remember that I want to be contacted by email, never by phone.'],
+      ['How will you contact me about my refund?'],
+    ],
+    newConversations: true,
+    replies: [
+      {
+        tool_calls: [
+          { name: 'remember_note', arguments: { text: 'Contact me by email, never by phone.' } },
+        ],
+      },
+      (view) => ({
+        text: results(view)[0].saved
+          ? "Noted: I'll contact you by email, never by phone."
+          : 'Sorry, I could not keep that.',
+      }),
+      // The new conversation has no history: the preference can only come from the customer's notes.
+      (view) => {
+        const notes = view.messages.find(
+          (m) => m.role === 'user' && m.text?.startsWith('<customer_notes>'),
+        );
+        return notes?.text?.includes('Contact me by email, never by phone.')
+          ? { text: 'We will email you about your refund, as you asked: never by phone.' }
+          : { text: 'How would you like us to contact you?' };
+      },
+    ],
+    async check(run, expect) {
+      expect(run.outputs[1]).toContain(
+        'We will email you about your refund, as you asked: never by phone.',
+      );
+      // A new conversation: nothing of the first one was sent with the second question.
+      const texts = run.requests[2].messages.map((m) => m.text ?? '');
+      expect(texts.some((t) => t.includes('Please remember that'))).toBe(false);
+      const notes = await run.query<Array<{ customer_id: number }>>(
+        'SELECT customer_id FROM customer_notes WHERE text = ?',
+        ['Contact me by email, never by phone.'],
+      );
+      expect(notes).toEqual([{ customer_id: 1 }]); // once, and Maya's: the signed-in customer
     },
   },
   {

@@ -51,10 +51,11 @@ export async function runScenario(
   };
 
   if (entry === 'chat.ts') {
-    // One process per sitting; later sittings resume the conversation the first one started.
+    // One process per sitting; later sittings resume the conversation the first one started, or
+    // start their own (newConversations).
     let conversationId = '';
     for (const [i, session] of scenario.sessions.entries()) {
-      const args = i === 0 ? [] : [`--resume=${conversationId}`];
+      const args = i === 0 || scenario.newConversations ? [] : [`--resume=${conversationId}`];
       const input = `${session.join('\n')}\n`;
       const result = await run(script, args, { ...options, input });
       record(`npx tsx ${entry} ${args.join(' ')}`.trim(), result);
