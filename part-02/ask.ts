@@ -1,6 +1,6 @@
 // Nimbus with its first tool: one round of tool use, then the answer.
 import { dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { llmSettings } from '../shared/config.ts';
+import { customerEmail, llmSettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { chatWithTools, type Message } from '../shared/llm/index.ts';
 import { printable, shorten } from '../shared/text.ts';
@@ -24,7 +24,7 @@ await runMain(async () => {
   // Settings first: a missing key is said before anything is created.
   const llm = llmSettings();
   await ensureDatabase();
-  const customer = await signIn(values.customer);
+  const customer = await signIn(values.customer, customerEmail());
   console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
 
   const messages: Message[] = [

@@ -1,6 +1,6 @@
 // Ask Nimbus one question; it works through as many tool calls as it needs, then answers.
 import { dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings } from '../shared/config.ts';
+import { customerEmail, ensureLogDir, llmSettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { runAgent } from './agent.ts';
@@ -27,7 +27,7 @@ await runMain(async () => {
   const llm = llmSettings();
   const logDir = ensureLogDir();
   await ensureDatabase();
-  const customer = await signIn(values.customer);
+  const customer = await signIn(values.customer, customerEmail());
   if (!values.quiet)
     console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
 

@@ -3,7 +3,6 @@
 // A terminal has no login screen, so the customer comes from CUSTOMER_EMAIL in .env or --customer=<email>.
 // A web app would take it from its login session instead; everything after this file stays the same.
 import { UsageError } from '../shared/cli.ts';
-import { customerEmail } from '../shared/config.ts';
 import { query } from '../shared/db.ts';
 import { printable } from '../shared/text.ts';
 
@@ -13,13 +12,19 @@ export interface Customer {
   email: string;
 }
 
-/** Finds the customer to sign in: `--customer=<email>` if given, else CUSTOMER_EMAIL. Problems are usage errors (exit 2). */
-export async function signIn(flag: string | undefined): Promise<Customer> {
+/**
+ * Finds the customer to sign in: `--customer=<email>` (`flag`) if given, else the configured one
+ * (CUSTOMER_EMAIL, which the script read at start). Problems are usage errors (exit 2).
+ */
+export async function signIn(
+  flag: string | undefined,
+  configured: string | undefined,
+): Promise<Customer> {
   if (flag !== undefined && !flag.trim())
     throw new UsageError(
       '--customer needs an email address, e.g. --customer=maya.patel@example.com.',
     );
-  const email = flag ?? customerEmail();
+  const email = flag ?? configured;
   if (!email) {
     throw new UsageError(
       'Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.',

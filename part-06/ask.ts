@@ -1,6 +1,6 @@
 // Ask Nimbus one question within a conversation; it remembers earlier questions of the same conversation.
 import { conversationId, dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings, memoryBudget, notesBudget } from '../shared/config.ts';
+import { customerEmail, ensureLogDir, llmSettings, memorySettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { DEFAULT_BUDGET } from './context.ts';
@@ -41,10 +41,9 @@ await runMain(async () => {
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const budget = memoryBudget(DEFAULT_BUDGET);
-  const notesMaxChars = notesBudget();
+  const { budget, notesMaxChars } = memorySettings(DEFAULT_BUDGET);
   await ensureDatabase(console.error, llm);
-  const customer = await signIn(values.customer);
+  const customer = await signIn(values.customer, customerEmail());
   if (!values.quiet)
     console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
   const problem = describeIndexStatus(

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import { UsageError, parseFlags, runMain } from '../shared/cli.ts';
-import { memoryBudget } from '../shared/config.ts';
+import { memorySettings } from '../shared/config.ts';
 import { closePool, connectionOptions, explainDatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import type { Message } from '../shared/llm/index.ts';
@@ -35,7 +35,7 @@ await runMain(async () => {
     );
   const runs = Number(values.runs);
   // The budget the chat would use: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS from .env, or the defaults.
-  const budget = memoryBudget(DEFAULT_BUDGET);
+  const { budget } = memorySettings(DEFAULT_BUDGET);
   const log = values.json ? () => {} : (line: string) => console.error(line);
 
   const database = `nimbus_bench_${Date.now().toString(36)}`;

@@ -1,6 +1,6 @@
 // Chat with Nimbus in the terminal: answers appear as they are written, and every step is saved, so a conversation can be resumed.
 import { conversationId, dim, parseFlags, runMain } from '../shared/cli.ts';
-import { ensureLogDir, llmSettings, memoryBudget, notesBudget } from '../shared/config.ts';
+import { customerEmail, ensureLogDir, llmSettings, memorySettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
@@ -44,10 +44,9 @@ await runMain(async () => {
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const budget = memoryBudget(DEFAULT_BUDGET);
-  const notesMaxChars = notesBudget();
+  const { budget, notesMaxChars } = memorySettings(DEFAULT_BUDGET);
   await ensureDatabase(console.error, llm);
-  const customer = await signIn(values.customer);
+  const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
 
   let conversation = resume ? await findConversation(resume, customer.id) : undefined;

@@ -1,6 +1,6 @@
 // Shows what memory holds: recent conversations, one conversation turn by turn, or how the next context is built.
 import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { memoryBudget, notesBudget } from '../shared/config.ts';
+import { memorySettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable, printableJson } from '../shared/text.ts';
 import { buildContext, DEFAULT_BUDGET, type MemoryBudget } from './context.ts';
@@ -49,14 +49,13 @@ await runMain(async () => {
     (values.budget !== undefined || values.recent !== undefined || values.question !== undefined)
   )
     throw new UsageError('--budget, --recent and --question go with --context.');
-  const configured = memoryBudget(DEFAULT_BUDGET);
+  const { budget: configured, notesMaxChars } = memorySettings(DEFAULT_BUDGET);
   const budget: MemoryBudget = {
     maxChars:
       values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
     recentTurns:
       values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
   };
-  const notesMaxChars = notesBudget();
   await checkDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
 

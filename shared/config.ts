@@ -135,17 +135,18 @@ export function customerEmail(): string | undefined {
   return read('CUSTOMER_EMAIL');
 }
 
-/** Part 6's memory budget: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS, or the defaults given. */
-export function memoryBudget(defaults: { maxChars: number; recentTurns: number }) {
+/**
+ * Part 6's memory settings: the history budget (MEMORY_MAX_CHARS, MEMORY_RECENT_TURNS; else `defaults`)
+ * and the characters of customer notes sent with each question (MEMORY_NOTES_MAX_CHARS, 1500; 0: none).
+ */
+export function memorySettings(defaults: { maxChars: number; recentTurns: number }) {
   return {
-    maxChars: integerSetting('MEMORY_MAX_CHARS', defaults.maxChars, 1),
-    recentTurns: integerSetting('MEMORY_RECENT_TURNS', defaults.recentTurns, 1),
+    budget: {
+      maxChars: integerSetting('MEMORY_MAX_CHARS', defaults.maxChars, 1),
+      recentTurns: integerSetting('MEMORY_RECENT_TURNS', defaults.recentTurns, 1),
+    },
+    notesMaxChars: integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0),
   };
-}
-
-/** Part 6's customer notes: the characters of them sent with each question (MEMORY_NOTES_MAX_CHARS; 0: none). */
-export function notesBudget(): number {
-  return integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0);
 }
 
 /**

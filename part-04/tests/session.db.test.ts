@@ -1,5 +1,5 @@
 // Signing in: the customer comes from CUSTOMER_EMAIL or --customer, matched in any case, never from the model.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../shared/cli.ts';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -7,39 +7,33 @@ import { describeCustomer, signIn } from '../session.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
 let db: ScratchDatabase;
-const configured = process.env.CUSTOMER_EMAIL;
 beforeAll(async () => {
   db = await createScratchDatabase();
   await ensureDatabase(() => {});
   // Stored as the customer typed it when signing up: addresses are not always lower case.
   await query("INSERT INTO customers (name, email) VALUES ('Zoe Mixed', 'Zoe.Mixed@Example.com')");
 });
-afterEach(() => {
-  process.env.CUSTOMER_EMAIL = configured;
-});
 afterAll(() => db.drop());
 
 describe('signIn', () => {
   it('takes CUSTOMER_EMAIL, and a --customer flag over it, in any case', async () => {
-    process.env.CUSTOMER_EMAIL = 'maya.patel@example.com';
-    expect(await signIn(undefined)).toEqual({
+    expect(await signIn(undefined, 'maya.patel@example.com')).toEqual({
       id: 1,
       name: 'Maya Patel',
       email: 'maya.patel@example.com',
     });
-    const liam = await signIn(' Liam.OBrien@Example.com ');
+    const liam = await signIn(' Liam.OBrien@Example.com ', 'maya.patel@example.com');
     expect(describeCustomer(liam)).toBe("Liam O'Brien (liam.obrien@example.com)");
   });
 
   it.each(['Zoe.Mixed@Example.com', 'zoe.mixed@example.com', 'ZOE.MIXED@EXAMPLE.COM'])(
     'signs in a customer stored as Zoe.Mixed@Example.com with %s',
     async (email) => {
-      expect(await signIn(email)).toMatchObject({
+      expect(await signIn(email, undefined)).toMatchObject({
         name: 'Zoe Mixed',
         email: 'Zoe.Mixed@Example.com',
       });
-      process.env.CUSTOMER_EMAIL = email;
-      expect((await signIn(undefined)).name).toBe('Zoe Mixed');
+      expect((await signIn(undefined, email)).name).toBe('Zoe Mixed');
     },
   );
 
@@ -80,18 +74,16 @@ describe('signIn', () => {
       `"x\\u202e" is not an email address; use one such as --customer=maya.patel@example.com.`,
     ],
   ])('refuses %s with one sentence (a usage error: exit 2)', async (_, email, message) => {
-    const error = await signIn(email).catch((e) => e);
+    const error = await signIn(email, undefined).catch((e) => e);
     expect(error).toBeInstanceOf(UsageError);
     expect(error.message).toBe(message);
   });
 
   it('refuses to go on when nobody is configured, or --customer is given empty', async () => {
-    process.env.CUSTOMER_EMAIL = '';
-    await expect(signIn(undefined)).rejects.toThrow(
+    await expect(signIn(undefined, undefined)).rejects.toThrow(
       /^Nobody is signed in: set CUSTOMER_EMAIL in \.env/,
     );
-    process.env.CUSTOMER_EMAIL = 'maya.patel@example.com';
-    await expect(signIn(' ')).rejects.toThrow(
+    await expect(signIn(' ', 'maya.patel@example.com')).rejects.toThrow(
       '--customer needs an email address, e.g. --customer=maya.patel@example.com.',
     );
   });

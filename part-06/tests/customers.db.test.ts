@@ -35,7 +35,7 @@ afterAll(async () => {
 /** One answered question as `email` (in this process: signing in is tested through the scripts below); returns the conversation id. */
 async function conversationOf(email: string): Promise<string> {
   fake.reply({ text: 'Hello!' });
-  const session = testSession(await signIn(email), fake.llm('gemini'));
+  const session = testSession(await signIn(email, undefined), fake.llm('gemini'));
   await session.ask('Hi');
   return session.conversation.id;
 }

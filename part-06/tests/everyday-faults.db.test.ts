@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, dbSettings, llmSettings, memoryBudget } from '../../shared/config.ts';
+import { ConfigError, dbSettings, llmSettings, memorySettings } from '../../shared/config.ts';
 import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
@@ -86,10 +86,10 @@ describe('settings that cannot work are the first and only thing said', () => {
 
 describe('a memory budget or a time limit that cannot work', () => {
   const bad: Array<[string, string, () => unknown, string]> = [
-    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '-1', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
-    ['MEMORY_RECENT_TURNS', '-1', () => memoryBudget(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', 'abc', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '-1', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '1e12', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_RECENT_TURNS', '-1', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
     ['LLM_TIMEOUT_SECONDS', '0', () => llmSettings(), 'from 1 to 86400'],
     ['DB_TIMEOUT_SECONDS', '0', () => dbSettings(), 'from 1 to 3600'],
   ];

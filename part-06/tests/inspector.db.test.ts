@@ -1,4 +1,4 @@
-import { memoryBudget } from '../../shared/config.ts';
+import { memorySettings } from '../../shared/config.ts';
 // show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens, a full export.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -176,7 +176,7 @@ describe('show-conversation --context, turn by turn', () => {
     const saved = { ...process.env };
     try {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
-      const shown = await shownContext(id, memoryBudget(DEFAULT_BUDGET));
+      const shown = await shownContext(id, memorySettings(DEFAULT_BUDGET).budget);
       expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
         expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
@@ -190,7 +190,7 @@ describe('show-conversation --context, turn by turn', () => {
           MEMORY_RECENT_TURNS: '',
           [name]: value,
         });
-        expect(() => memoryBudget(DEFAULT_BUDGET)).toThrow(
+        expect(() => memorySettings(DEFAULT_BUDGET).budget).toThrow(
           `${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`,
         );
       }

@@ -1,7 +1,7 @@
 // Which customer notes go with a question, within their budget, and how they are framed: reference, never instructions.
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../shared/config.ts';
-import { notesBudget } from '../../shared/config.ts';
+import { ConfigError, memorySettings } from '../../shared/config.ts';
+import { DEFAULT_BUDGET } from '../context.ts';
 import type { CustomerNote } from '../going-further/customer-notes.ts';
 import { notesView, recallView } from '../going-further/notes-view.ts';
 import { rankNotes, words } from '../going-further/recall.ts';
@@ -117,11 +117,11 @@ describe('MEMORY_NOTES_MAX_CHARS', () => {
     const before = process.env.MEMORY_NOTES_MAX_CHARS;
     try {
       delete process.env.MEMORY_NOTES_MAX_CHARS;
-      expect(notesBudget()).toBe(1500);
+      expect(memorySettings(DEFAULT_BUDGET).notesMaxChars).toBe(1500);
       process.env.MEMORY_NOTES_MAX_CHARS = '0';
-      expect(notesBudget()).toBe(0);
+      expect(memorySettings(DEFAULT_BUDGET).notesMaxChars).toBe(0);
       process.env.MEMORY_NOTES_MAX_CHARS = 'lots';
-      expect(() => notesBudget()).toThrow(
+      expect(() => memorySettings(DEFAULT_BUDGET).notesMaxChars).toThrow(
         new ConfigError(
           'MEMORY_NOTES_MAX_CHARS must be a whole number of at least 0 (it is "lots"). Fix it in .env.',
         ),
