@@ -95,7 +95,7 @@ export async function runAgent(
 ): Promise<AgentResult> {
   // Earlier turns, loaded once and trimmed to the memory budget (context.ts explains how).
   const history = await options.store.loadContext(conversation, question);
-  const trace = new Trace(conversation.id, options);
+  const trace = new Trace(conversation, options);
   trace.event('start', { question, customer_id: customer.id });
   trace.event('memory', memoryEvent(history));
 

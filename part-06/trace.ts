@@ -38,21 +38,25 @@ export function conversationTraceFile(dir: string, conversationId: string): stri
  * One trace per question, appended to its conversation's file: logs/conversations/<conversation id>.jsonl.
  * Each event carries the question's trace id and the conversation id. A trace is a record, not the job:
  * if it cannot be written, the question goes on and one warning says why.
+ *
+ * Until the conversation has something saved, the lines wait here: a question cancelled before anything
+ * was kept leaves no trace file either, which no export, forget or reset could find (it has no row).
  */
 export class Trace {
   readonly id = randomBytes(6).toString('hex');
   readonly file: string;
   private readonly quiet: boolean;
   private readonly onLine: (line: string) => void;
+  private held = '';
   private failed = false;
 
   constructor(
-    readonly conversationId: string,
+    private readonly conversation: { id: string; saved: boolean },
     options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
     this.onLine = options.onTraceLine ?? ((line) => console.error(dim(line, process.stderr)));
-    this.file = conversationTraceFile(options.logDir, conversationId);
+    this.file = conversationTraceFile(options.logDir, conversation.id);
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
@@ -60,12 +64,16 @@ export class Trace {
     const line = {
       ts: new Date().toISOString(),
       trace: this.id,
-      conversation_id: this.conversationId,
+      conversation_id: this.conversation.id,
       type,
       ...data,
     };
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
-    this.append(printableJson(line) + '\n');
+    this.held += printableJson(line) + '\n';
+    if (this.conversation.saved) {
+      this.append(this.held);
+      this.held = '';
+    }
     const text = terminalLine(type, data);
     if (text && !this.quiet) this.onLine(printable(text, { singleLine: true }));
   }

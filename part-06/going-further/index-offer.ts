@@ -18,11 +18,11 @@ export async function offerToBuildIndex(llm: LlmSettings, lines: LineInput): Pro
   const problem = describeIndexStatus(await indexStatus(llm.embeddingModel), command);
   if (!problem) return;
   console.log(dim(problem));
-  if (
-    !lines.interactive ||
-    !/^y(es)?$/i.test((await lines.question('Build it now? [y/N] ')).trim())
-  )
-    return;
+  if (!lines.interactive) return;
+  // Anything but yes, Ctrl-C and Ctrl-D included, is a no: the chat starts on keywords.
+  if (!/^y(es)?$/i.test((await lines.question('Build it now? [y/N] ')).trim())) {
+    return void console.log(dim('Not now: search uses keywords until the index is built.'));
+  }
   const controller = new AbortController();
   lines.setInterruptHandler(() => (controller.abort(), true));
   try {

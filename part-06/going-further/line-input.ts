@@ -66,17 +66,21 @@ export class LineInput {
 
   /** Asks one question outside the chat (a yes/no); '' when Ctrl-C or the end of input answers it. */
   async question(text: string): Promise<string> {
-    if (!this.rl) return '';
+    const rl = this.rl;
+    if (!rl || this.ended) return '';
     const controller = new AbortController();
+    const cancel = () => controller.abort();
     const previous = this.onInterrupt;
-    this.onInterrupt = () => (controller.abort(), true);
+    this.onInterrupt = () => (cancel(), true);
+    rl.once('close', cancel); // Ctrl-D: the input ended, so nobody is left to answer
     try {
       return await new Promise<string>((resolve) => {
         controller.signal.addEventListener('abort', () => resolve(''));
-        this.rl!.question(text, { signal: controller.signal }, resolve);
+        rl.question(text, { signal: controller.signal }, resolve);
       });
     } finally {
       this.onInterrupt = previous;
+      rl.off('close', cancel);
       if (controller.signal.aborted) console.log();
     }
   }

@@ -1,5 +1,5 @@
 // The agent with memory: each step saved as it completes, earlier turns sent back, fallbacks and interruptions stored as answers.
-import { readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { logDir } from '../../shared/config.ts';
 import { query } from '../../shared/db.ts';
@@ -175,11 +175,8 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     expect(
       await query('SELECT id FROM conversations WHERE id = ?', [session.conversation.id]),
     ).toEqual([]);
-    const types = readFileSync(conversationTraceFile(logDir(), session.conversation.id), 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line).type);
-    expect(types).toEqual(['start', 'memory', 'cancelled']);
+    // No trace file either: with no row to find it by, no export, forget or reset could delete it.
+    expect(existsSync(conversationTraceFile(logDir(), session.conversation.id))).toBe(false);
   });
 
   it('keeps what a tool did when cancelled after it ran, closes the turn, and shows it to the next question', async () => {

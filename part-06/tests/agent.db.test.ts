@@ -150,6 +150,9 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   });
 
   it('turns a tool that throws (the database went away) into a result, and still answers when the turn cannot be saved', async () => {
+    // A conversation with something saved already: its trace file is written as the question goes.
+    fake.reply({ text: 'Hello!' });
+    await session.ask('Hi');
     const port = process.env.DB_PORT;
     fake.reply(
       () => {
@@ -168,7 +171,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
         outcome: 'answered',
       });
       expect(outcome.saveError).toMatch(/^Cannot reach MySQL at .*:9/);
-      expect(fake.chats()[1].view?.toolResults[0].result).toEqual({
+      expect(fake.chats().at(-1)!.view?.toolResults[0].result).toEqual({
         error:
           'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
       });
@@ -177,12 +180,16 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       process.env.DB_PORT = port ?? '';
     }
     // …while the turn, which could not be saved, left nothing half-written behind.
-    const events = readTrace(conversationTraceFile(logDir(), session.conversation.id));
+    const all = readTrace(conversationTraceFile(logDir(), session.conversation.id));
+    const events = all.filter((e) => e.trace === all.at(-1).trace); // the second question's
     expect(events.find((e) => e.type === 'tool_result').exception).toMatch(
       /^Cannot reach MySQL at .*:9/,
     );
     expect(events.filter((e) => e.type === 'save_failed')).toHaveLength(2);
-    expect(await loadMessages(session.conversation.id)).toEqual([]);
+    expect((await loadMessages(session.conversation.id)).map((m) => m.content)).toEqual([
+      'Hi',
+      'Hello!',
+    ]);
   });
 
   it('writes escape sequences and hidden characters to the trace escaped, so cat shows them, and as written once parsed', async () => {
