@@ -3,6 +3,7 @@
 // A terminal has no login screen, so the customer comes from CUSTOMER_EMAIL in .env or --customer=<email>.
 // A web app would take it from its login session instead; everything after this file stays the same.
 import { UsageError } from '../shared/cli.ts';
+import { ConfigError } from '../shared/config.ts';
 import { query } from '../shared/db.ts';
 import { printable } from '../shared/text.ts';
 
@@ -14,7 +15,8 @@ export interface Customer {
 
 /**
  * Finds the customer to sign in: `--customer=<email>` (`flag`) if given, else the configured one
- * (CUSTOMER_EMAIL, which the script read at start). Problems are usage errors (exit 2).
+ * (CUSTOMER_EMAIL, which the script read at start). A problem names what to fix: the flag
+ * (a usage error, exit 2) or CUSTOMER_EMAIL (a configuration error, exit 1).
  */
 export async function signIn(
   flag: string | undefined,
@@ -30,18 +32,28 @@ export async function signIn(
       'Nobody is signed in: set CUSTOMER_EMAIL in .env (the demo customer is maya.patel@example.com), or pass --customer=<email>.',
     );
   }
-  return lookUpCustomer(email);
+  return lookUpCustomer(email, flag === undefined ? 'CUSTOMER_EMAIL' : '--customer');
 }
 
 /**
  * The customer with this email, in any case: a customer stored as Maya.Patel@Example.com signs in
- * as maya.patel@example.com too, and the other way round. A malformed or unknown email is a usage error.
+ * as maya.patel@example.com too, and the other way round. A malformed or unknown email is a usage
+ * error when it came from the command line, and a configuration error when it came from .env.
  */
-export async function lookUpCustomer(value: string): Promise<Customer> {
+export async function lookUpCustomer(
+  value: string,
+  from: '--customer' | 'CUSTOMER_EMAIL' = '--customer',
+): Promise<Customer> {
   const email = value.trim();
+  const problem = (sentence: string) =>
+    from === '--customer'
+      ? new UsageError(sentence)
+      : new ConfigError(`${sentence} Fix CUSTOMER_EMAIL in .env, or pass --customer=<email>.`);
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 255) {
-    throw new UsageError(
-      `"${shown(email)}" is not an email address; use one such as --customer=maya.patel@example.com.`,
+    throw problem(
+      from === '--customer'
+        ? `"${shown(email)}" is not an email address; use one such as --customer=maya.patel@example.com.`
+        : `CUSTOMER_EMAIL is "${shown(email)}", which is not an email address.`,
     );
   }
   const rows = await query<Customer[]>('SELECT id, name, email FROM customers WHERE email = ?', [
@@ -50,7 +62,7 @@ export async function lookUpCustomer(value: string): Promise<Customer> {
   // The column's collation ignores case and accents too ("GARCÍA" = "garcia"), so the match is checked
   // again here, ignoring case only: an accent makes it another address.
   const customer = rows.find((row) => row.email.toLowerCase() === email.toLowerCase());
-  if (!customer) throw new UsageError(`There is no customer with the email ${shown(email)}.`);
+  if (!customer) throw problem(`There is no customer with the email ${shown(email)}.`);
   return customer;
 }
 

@@ -1,6 +1,7 @@
 // Signing in: the customer comes from CUSTOMER_EMAIL or --customer, matched in any case, never from the model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../shared/cli.ts';
+import { ConfigError } from '../../shared/config.ts';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { describeCustomer, signIn } from '../session.ts';
@@ -78,6 +79,26 @@ describe('signIn', () => {
     expect(error).toBeInstanceOf(UsageError);
     expect(error.message).toBe(message);
   });
+
+  it.each([
+    [
+      'not an email',
+      'maya.patel',
+      'CUSTOMER_EMAIL is "maya.patel", which is not an email address. Fix CUSTOMER_EMAIL in .env, or pass --customer=<email>.',
+    ],
+    [
+      'unknown',
+      'nobody@example.com',
+      'There is no customer with the email nobody@example.com. Fix CUSTOMER_EMAIL in .env, or pass --customer=<email>.',
+    ],
+  ])(
+    'says a configured email that is %s is CUSTOMER_EMAIL to fix (exit 1)',
+    async (_, email, message) => {
+      const error = await signIn(undefined, email).catch((e) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe(message);
+    },
+  );
 
   it('refuses to go on when nobody is configured, or --customer is given empty', async () => {
     await expect(signIn(undefined, undefined)).rejects.toThrow(
