@@ -5,7 +5,7 @@
 // only. So deleting a note deletes, from the customer's trace files, every line of each question in
 // which remember_note returned its id.
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { query } from '../../shared/db.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { deleteNotes, type DeletedNote } from './customer-notes.ts';
@@ -56,6 +56,8 @@ function dropQuestionsThatWrote(file: string, noteIds: Set<number>): void {
   );
   if (questions.size === 0) return;
   const kept = lines.filter((line) => !questions.has(questionOf(line)));
+  // Nothing left but the final newline: no file at all, rather than an empty one to wonder about.
+  if (kept.every((line) => line === '')) return unlinkSync(file);
   // Written beside it, then renamed over it: a reader sees the old file or the new one, never half.
   // The trace writer opens the file by name for every line, so a line another process appends at
   // this very moment may be lost with the old file; a deleted line never comes back.

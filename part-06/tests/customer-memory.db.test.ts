@@ -1,6 +1,6 @@
 // What Nimbus keeps about a customer across conversations: written when asked, recalled as their words, searched, shown, exported, forgotten, never crossed.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,7 @@ import { systemPrompt } from '../prompt.ts';
 import type { Customer } from '../session.ts';
 import { ensureDatabase, planReset } from '../setup-database.ts';
 import { runTool, type ToolContext } from '../tools.ts';
+import { conversationTraceFile } from '../trace.ts';
 import { exportCustomer } from '../going-further/customer-export.ts';
 import {
   allNotes,
@@ -417,6 +418,8 @@ describe('forgetting', () => {
       `file conversations/${first.conversation.id}.jsonl`,
       'table messages',
     ]);
+    // The second conversation's one question wrote the note: its trace had nothing else, so it is gone.
+    expect(existsSync(conversationTraceFile(logs, second.conversation.id))).toBe(false);
     expect(await call(question(customer), 'forget_notes', { all: true })).toEqual({ forgotten: 0 });
     expect(await call(question(customer), 'forget_notes', {})).toEqual({
       error: 'Give either note_id or all: true.',
