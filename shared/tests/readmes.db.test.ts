@@ -84,9 +84,10 @@ function sh(
   });
 }
 
-// The READMEs are checked side by side, each against its own database; a README's commands run in
-// order, as a learner types them (setup before the questions that need it). No reply is queued: the
-// fake model answers every question with its default text, so the checks can share it.
+// The READMEs are checked side by side, each against its own database. A README's commands run in one
+// test, in order, as a learner types them: a later one may need what an earlier one set up (show-
+// conversation.ts needs the tables chat.ts created), so they must not be shuffled apart. No reply is
+// queued: the fake model answers every question with its default text, so the READMEs can share it.
 describe.concurrent.each(['.', ...PARTS])('the commands in %s/README.md', (dir) => {
   let db: ScratchDatabase;
   beforeAll(async () => {
@@ -95,22 +96,22 @@ describe.concurrent.each(['.', ...PARTS])('the commands in %s/README.md', (dir) 
   afterAll(() => db.drop());
 
   const list = commands(readme(dir));
-  const runElsewhere = runByScenarios(dir);
   it('are there to check', () => {
     expect(list.length).toBeGreaterThan(0);
   });
-  it.sequential.each(list.filter((command) => !runElsewhere.has(command)))(
-    '%s',
-    async (command) => {
+  const runElsewhere = runByScenarios(dir);
+  const toRun = list.filter((command) => !runElsewhere.has(command));
+  it(`run in order and succeed: ${toRun.join(' ; ')}`, async () => {
+    for (const command of toRun) {
       const result = await sh(command, path.join(ROOT_DIR, dir), {
         ...fake.env('gemini'),
         DB_NAME: db.name,
         LOG_DIR: logs,
       });
-      expect(result.output).not.toContain('Unexpected error');
-      expect(result.code, result.output).toBe(0);
-    },
-  );
+      expect(result.output, command).not.toContain('Unexpected error');
+      expect(result.code, `${command}\n${result.output}`).toBe(0);
+    }
+  }, 180_000); // several scripts one after another: a busy machine may slow each one down
 });
 
 /** Files that differ between two folders (added, removed or changed), relative to them. */
