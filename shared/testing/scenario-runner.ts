@@ -20,6 +20,11 @@ export function partScenarios(part: string): PartScenarios {
   return JSON.parse(readFileSync(path.join(ROOT_DIR, part, 'scenarios.json'), 'utf8'));
 }
 
+/** The command a learner types for one question to a one-question script (ask.ts), in its part folder. */
+export function questionCommand(entry: string, question: string): string {
+  return `npx tsx ${entry} ${JSON.stringify(question)}`;
+}
+
 export interface ScenarioResult extends ScenarioRun {
   /** Each command with what it printed (stdout and stderr), for reading and for README sample sessions. */
   transcript: string;
@@ -65,7 +70,7 @@ export async function runScenario(
     // Without memory, every message is a question of its own.
     for (const message of scenario.sessions.flat()) {
       const result = await run(script, [message], options);
-      record(`npx tsx ${entry} ${JSON.stringify(message)}`, result);
+      record(questionCommand(entry, message), result);
     }
   }
 

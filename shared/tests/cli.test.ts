@@ -41,4 +41,25 @@ describe('runMain', () => {
     expect(printed[0]).toBe('Unexpected error: the server said \\x1b[2J\\u202ehello');
     expect(process.exitCode).toBe(1);
   });
+
+  // Every script parses its flags with parseFlags inside runMain (hints.db.test.ts checks that they do).
+  it.each([
+    [['--help'], 0, ['Usage: test'], []],
+    [['--no-such-option'], 2, [], ['Unknown option --no-such-option.', 'Usage: test']],
+  ])(
+    '%j: exit %i; the usage on stdout for --help, else after the one-line reason on stderr',
+    async (args, code, stdout, stderr) => {
+      const printed = { stdout: [] as string[], stderr: [] as string[] };
+      vi.spyOn(console, 'log').mockImplementation((line: string) => void printed.stdout.push(line));
+      vi.spyOn(console, 'error').mockImplementation(
+        (line: string) => void printed.stderr.push(line),
+      );
+      await runMain(async () => {
+        parseFlags({ args, options: {} });
+        throw new Error('ran on after its flags were refused');
+      }, 'Usage: test');
+      expect(printed).toEqual({ stdout, stderr });
+      expect(process.exitCode).toBe(code);
+    },
+  );
 });

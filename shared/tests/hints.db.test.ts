@@ -1,27 +1,39 @@
 // Every command a script prints works when copied where the learner typed theirs; every script answers --help.
+//
+// What a hint says in each place (the repository root, the part folder, npm run) is worked out by
+// commandFor and checked case by case in hints.test.ts. Here the real scripts print their hints and the
+// copied commands are run: from the part folder, and once from the root. Each test has its own fake
+// provider and database, so the tests run side by side.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../config.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../testing/database.ts';
+import { createScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
 import { runScript, type ScriptResult } from '../testing/run-script.ts';
 
 const PART_06 = path.join(ROOT_DIR, 'part-06');
-let fake: FakeProvider;
-let db: ScratchDatabase;
-let env: Record<string, string>;
+/** For a test that runs several scripts one after another: a busy machine may slow each one down. */
+const CHAIN_TIMEOUT_MS = 180_000;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createScratchDatabase();
-  env = { ...fake.env('gemini'), DB_NAME: db.name };
-});
-afterAll(async () => {
-  await fake.close();
-  await db.drop();
-});
+/** A fake provider and an empty scratch database of the test's own, so the tests here can run side by side. */
+async function own(): Promise<{
+  fake: FakeProvider;
+  env: Record<string, string>;
+  done: () => Promise<void>;
+}> {
+  const fake = await startFakeProvider();
+  const db = await createScratchDatabase();
+  return {
+    fake,
+    env: { ...fake.env('gemini'), DB_NAME: db.name },
+    done: async () => {
+      await fake.close();
+      await db.drop();
+    },
+  };
+}
 
 /**
  * Runs a printed command exactly as a learner would paste it, in `cwd`. `npx tsx file` is run as
@@ -30,8 +42,8 @@ afterAll(async () => {
 function runCopied(
   command: string,
   cwd: string,
+  env: Record<string, string>,
   input = '',
-  extraEnv: Record<string, string> = {},
 ): Promise<ScriptResult> {
   const words = command.split(' ');
   const [program, args] =
@@ -44,7 +56,7 @@ function runCopied(
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, {
       cwd,
-      env: { ...process.env, NO_COLOR: '1', ...env, ...extraEnv },
+      env: { ...process.env, NO_COLOR: '1', ...env },
     });
     let stdout = '';
     let stderr = '';
@@ -63,97 +75,104 @@ function hint(output: string, label: string): string {
   return line.slice(line.indexOf(label) + label.length).trim();
 }
 
-describe.each([
-  ['the repository root', ROOT_DIR, 'part-06/chat.ts'],
-  ['the part folder', PART_06, 'chat.ts'],
-])('hints printed when run from %s', (_, cwd, chat) => {
-  it('"Resume later with" resumes the conversation', async () => {
-    fake.reply({ text: 'Hello!' });
-    const first = await runScript(path.join(PART_06, 'chat.ts'), ['--quiet'], {
-      env,
-      cwd,
-      input: 'Hi\n',
-    });
-    const id = first.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
-    const resume = hint(first.stdout, 'Resume later with:');
-    expect(resume).toBe(`npx tsx ${chat} --resume=${id}`);
-    const again = await runCopied(resume, cwd, 'exit\n');
-    expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout).toContain(`Resuming conversation ${id}`);
-  });
+describe.concurrent('hints printed in the part folder, copied and run there', () => {
+  it(
+    '"Create them with" creates the tables, "Start one with" starts a conversation, "Resume later with" resumes it',
+    async () => {
+      const { fake, env, done } = await own();
+      try {
+        const missing = await runScript('part-06/show-conversation.ts', [], { env, cwd: PART_06 });
+        const create = hint(missing.stderr, 'Create them with:');
+        expect(create).toBe('npx tsx setup.ts');
+        const setup = await runCopied(create, PART_06, env);
+        expect(setup.code, setup.stderr).toBe(0);
+        const list = await runScript('part-06/show-conversation.ts', [], { env, cwd: PART_06 });
+        const start = hint(list.stdout, 'Start one with:');
+        expect(start).toBe('npx tsx chat.ts');
+        fake.reply({ text: 'Started.' });
+        const started = await runCopied(start, PART_06, env, 'Hi\n');
+        expect(started.stdout).toContain('Nimbus: Started.');
+        const id = started.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+        const resume = hint(started.stdout, 'Resume later with:');
+        expect(resume).toBe(`npx tsx chat.ts --resume=${id}`);
+        const again = await runCopied(resume, PART_06, env, 'exit\n');
+        expect(again.code, again.stderr).toBe(0);
+        expect(again.stdout).toContain(`Resuming conversation ${id}`);
+      } finally {
+        await done();
+      }
+    },
+    CHAIN_TIMEOUT_MS,
+  );
 
-  it('"ask a follow-up with" continues the conversation, and "Start one with" starts one', async () => {
-    fake.reply({ text: 'Which order?' }, (view) => ({ text: `You said: ${view.lastUserText}` }));
-    const first = await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Where is my order?'], {
-      env,
-      cwd,
-    });
-    const followUp = hint(first.stderr, 'ask a follow-up with').replace('"…"', 'It-is-1042');
-    const second = await runCopied(followUp, cwd);
-    expect(second.code, second.stderr).toBe(0);
-    expect(second.stdout).toBe('You said: It-is-1042\n');
+  it(
+    'npm run chat prints an npm run hint that resumes',
+    async () => {
+      const { fake, env, done } = await own();
+      try {
+        fake.reply({ text: 'Hello!' });
+        const first = await runCopied('npm run --silent chat -- --quiet', PART_06, env, 'Hi\n');
+        const id = first.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+        const resume = hint(first.stdout, 'Resume later with:');
+        expect(resume).toBe(`npm run chat -- --resume=${id}`);
+        const again = await runCopied(resume, PART_06, env, 'exit\n');
+        expect(again.stdout).toContain(`Resuming conversation ${id}`);
+      } finally {
+        await done();
+      }
+    },
+    CHAIN_TIMEOUT_MS,
+  );
 
-    const empty = await createScratchDatabase();
-    try {
-      const missing = await runScript(path.join(PART_06, 'show-conversation.ts'), [], {
-        env: { ...env, DB_NAME: empty.name },
-        cwd,
-      });
-      const create = hint(missing.stderr, 'Create them with:');
-      const setup = await runCopied(create, cwd, '', { DB_NAME: empty.name });
-      expect(setup.code, setup.stderr).toBe(0);
-      const list = await runScript(path.join(PART_06, 'show-conversation.ts'), [], {
-        env: { ...env, DB_NAME: empty.name },
-        cwd,
-      });
-      const start = hint(list.stdout, 'Start one with:');
-      fake.reply({ text: 'Started.' });
-      const started = await runCopied(start, cwd, 'Hi\n', { DB_NAME: empty.name });
-      expect(started.stdout).toContain('Nimbus: Started.');
-    } finally {
-      await empty.drop();
-    }
-  });
+  it(
+    'npm run setup asks for --yes in a command that works through npm',
+    async () => {
+      const { fake, env, done } = await own();
+      try {
+        fake.reply({ text: 'Hello!' });
+        const asked = await runScript('part-06/ask.ts', ['--quiet', 'Hi'], { env }); // something to lose
+        expect(asked.code, asked.stderr).toBe(0);
+        const refused = await runCopied('npm run --silent setup', PART_06, env);
+        expect(refused.code).toBe(2);
+        const confirm = hint(refused.stderr, 'to confirm, run');
+        expect(confirm).toBe('npm run setup -- --yes');
+        const reset = await runCopied(confirm.replace('npm run', 'npm run --silent'), PART_06, env);
+        expect(reset.code, reset.stderr).toBe(0);
+        expect(reset.stdout).toContain('Resetting database');
+      } finally {
+        await done();
+      }
+    },
+    CHAIN_TIMEOUT_MS,
+  );
 });
 
-describe('npm run chat', () => {
-  it.each([
-    ['the repository root', ROOT_DIR],
-    ['the part folder', PART_06],
-  ])('from %s prints an npm run hint that resumes', async (_, cwd) => {
-    fake.reply({ text: 'Hello!' });
-    const first = await runCopied('npm run --silent chat -- --quiet', cwd, 'Hi\n');
-    const id = first.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
-    const resume = hint(first.stdout, 'Resume later with:');
-    expect(resume).toBe(`npm run chat -- --resume=${id}`);
-    const again = await runCopied(resume, cwd, 'exit\n');
-    expect(again.stdout).toContain(`Resuming conversation ${id}`);
-  });
-});
-
-describe('npm run setup', () => {
-  it('asks for --yes in a command that works through npm', async () => {
-    const scratch = await createScratchDatabase();
-    try {
-      await runCopied('npx tsx part-06/setup.ts --yes', ROOT_DIR, '', { DB_NAME: scratch.name });
-      await runScript(path.join(PART_06, 'ask.ts'), ['--quiet', 'Hi'], {
-        env: { ...env, DB_NAME: scratch.name },
-      }); // something to lose
-      const refused = await runCopied('npm run --silent setup', PART_06, '', {
-        DB_NAME: scratch.name,
-      });
-      expect(refused.code).toBe(2);
-      const confirm = hint(refused.stderr, 'to confirm, run');
-      expect(confirm).toBe('npm run setup -- --yes');
-      const reset = await runCopied(confirm.replace('npm run', 'npm run --silent'), PART_06, '', {
-        DB_NAME: scratch.name,
-      });
-      expect(reset.code, reset.stderr).toBe(0);
-      expect(reset.stdout).toContain('Resetting database');
-    } finally {
-      await scratch.drop();
-    }
-  });
+describe.concurrent.each([
+  ['the repository root', ROOT_DIR],
+  ['the part folder', PART_06],
+])('hints printed when run from %s', (_, cwd) => {
+  it(
+    '"ask a follow-up with" continues the conversation',
+    async () => {
+      const { fake, env, done } = await own();
+      try {
+        fake.reply({ text: 'Which order?' }, (view) => ({
+          text: `You said: ${view.lastUserText}`,
+        }));
+        const first = await runScript('part-06/ask.ts', ['--quiet', 'Where is my order?'], {
+          env,
+          cwd,
+        });
+        const followUp = hint(first.stderr, 'ask a follow-up with').replace('"…"', 'It-is-1042');
+        const second = await runCopied(followUp, cwd, env);
+        expect(second.code, second.stderr).toBe(0);
+        expect(second.stdout).toBe('You said: It-is-1042\n');
+      } finally {
+        await done();
+      }
+    },
+    CHAIN_TIMEOUT_MS,
+  );
 });
 
 describe('output read by a program that stops early (| head)', () => {
@@ -161,7 +180,7 @@ describe('output read by a program that stops early (| head)', () => {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', path.join(PART_06, 'show-conversation.ts'), '--help'],
-      { cwd: ROOT_DIR, env: { ...process.env, ...env } },
+      { cwd: ROOT_DIR, env: process.env },
     );
     child.stdout.destroy(); // the reader is gone before the script writes a word
     let stderr = '';
@@ -211,17 +230,14 @@ describe('every script', () => {
     },
   );
 
-  it.concurrent.each([
-    'part-01/ask.ts',
-    'part-06/chat.ts',
-    'part-06/show-conversation.ts',
-    'shared/scripts/diff-parts.ts',
-  ])(
+  // Those two answer --help and an unknown option the same way for every script (cli.test.ts checks
+  // them in-process); a script of a part and a shared one are run to show it end to end.
+  it.concurrent.each(['part-06/chat.ts', 'shared/scripts/diff-parts.ts'])(
     '%s: --help prints the usage (exit 0); an unknown option is one line and the same usage (exit 2)',
     async (script) => {
       const [help, unknown] = await Promise.all([
-        runScript(script, ['--help'], { env }),
-        runScript(script, ['--no-such-option'], { env }),
+        runScript(script, ['--help']),
+        runScript(script, ['--no-such-option']),
       ]);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/^Usage: (npx tsx|npm run) /);

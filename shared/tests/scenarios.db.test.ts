@@ -1,4 +1,4 @@
-// Every part passes the support scenarios it declares (part-NN/scenarios.json), for both providers.
+// Every part passes the support scenarios it declares (part-NN/scenarios.json); each scenario meets both providers.
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../config.ts';
@@ -29,16 +29,34 @@ describe('the scenario lists', () => {
 const PROVIDERS = ['gemini', 'openai'] as const;
 
 /**
- * The scenarios a part runs with one provider. The last part runs every scenario with both. Earlier
- * parts alternate, scenario by scenario and part by part, so each part and each scenario still meets
- * both providers across the suite at half the cost (the provider layer is the same for every part).
+ * The scenarios a part runs with one provider. Parts alternate, scenario by scenario and part by part,
+ * so each part and each scenario still meets both providers across the suite at half the cost (the
+ * provider layer is the same for every part, and llm.test.ts and llm-stream.test.ts check it for both).
+ * A scenario that only one part declares runs there with both.
  */
 function scenariosFor(part: string, provider: (typeof PROVIDERS)[number]): string[] {
   const { scenarios } = partScenarios(part);
   const index = PARTS.indexOf(part);
-  if (index === PARTS.length - 1) return scenarios;
-  return scenarios.filter((_, i) => PROVIDERS[(i + index) % 2] === provider);
+  const elsewhere = (id: string) =>
+    PARTS.some((p) => p !== part && partScenarios(p).scenarios.includes(id));
+  return scenarios.filter((id, i) => !elsewhere(id) || PROVIDERS[(i + index) % 2] === provider);
 }
+
+describe('the runs', () => {
+  it('give every scenario both providers, and every part that declares more than one', () => {
+    const met = new Map<string, Set<string>>();
+    for (const part of PARTS)
+      for (const provider of PROVIDERS)
+        for (const id of scenariosFor(part, provider)) {
+          met.set(part, (met.get(part) ?? new Set()).add(provider));
+          met.set(id, (met.get(id) ?? new Set()).add(provider));
+        }
+    const both = (key: string) => [key, [...(met.get(key) ?? [])].sort()];
+    const parts = PARTS.filter((part) => partScenarios(part).scenarios.length > 1);
+    const keys = [...parts, ...SCENARIOS.map((s) => s.id)];
+    expect(keys.map(both)).toEqual(keys.map((key) => [key, [...PROVIDERS].sort()]));
+  });
+});
 
 // Parts and providers run side by side (each pair has its own fake provider and database);
 // the scenarios of one pair run in order, as they share that conversation with the fake model.

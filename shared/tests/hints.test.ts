@@ -1,0 +1,54 @@
+// The command a hint prints is the one that works where the learner typed theirs: root, part folder or npm run.
+//
+// commandFor decides from the working directory and npm's variables alone, so every case is checked
+// here in-process; hints.db.test.ts runs the real scripts and the commands copied from them.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ROOT_DIR } from '../config.ts';
+import { commandFor, displayPath } from '../hints.ts';
+
+const PART_06 = path.join(ROOT_DIR, 'part-06');
+const CHAT = new URL('../../part-06/chat.ts', import.meta.url);
+const ASK = new URL('../../part-06/ask.ts', import.meta.url);
+
+/** This process, as if `command` had been typed in `typedIn`; `npmScript` when it was `npm run <npmScript>`. */
+function startedAs(typedIn: string, script: URL, npmScript?: string): void {
+  // npm runs package scripts in the repository root and says where they were typed in INIT_CWD.
+  vi.spyOn(process, 'cwd').mockReturnValue(npmScript ? ROOT_DIR : typedIn);
+  vi.stubEnv('npm_lifecycle_event', npmScript);
+  vi.stubEnv('INIT_CWD', npmScript ? typedIn : undefined);
+  const argv = [process.argv[0], fileURLToPath(script), ...process.argv.slice(2)];
+  vi.spyOn(process, 'argv', 'get').mockReturnValue(argv);
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.unstubAllEnvs();
+});
+
+describe.each([
+  ['the repository root', ROOT_DIR, 'part-06/'],
+  ['the part folder', PART_06, ''],
+])('typed in %s', (_, dir, prefix) => {
+  it('npx tsx: the path is relative to that folder', () => {
+    startedAs(dir, CHAT);
+    expect(commandFor(CHAT, '--resume=abc')).toBe(`npx tsx ${prefix}chat.ts --resume=abc`);
+    expect(commandFor(new URL('./setup.ts', CHAT))).toBe(`npx tsx ${prefix}setup.ts`);
+    expect(displayPath(path.join(PART_06, 'logs'))).toBe(`${prefix}logs`);
+  });
+
+  it('npm run chat: the same npm command, and scripts without one relative to that folder', () => {
+    startedAs(dir, CHAT, 'chat');
+    expect(commandFor(CHAT, '--resume=abc')).toBe('npm run chat -- --resume=abc');
+    expect(commandFor(new URL('./setup.ts', CHAT))).toBe('npm run setup');
+    expect(commandFor(ASK, '"…"')).toBe(`npx tsx ${prefix}ask.ts "…"`);
+  });
+
+  it('npm test passes its npm variables on: a script it starts is not npm run chat', () => {
+    startedAs(dir, CHAT);
+    vi.stubEnv('npm_lifecycle_event', 'test');
+    vi.stubEnv('INIT_CWD', ROOT_DIR);
+    expect(commandFor(CHAT)).toBe(`npx tsx ${prefix}chat.ts`);
+  });
+});
