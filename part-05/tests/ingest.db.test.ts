@@ -2,7 +2,7 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { HELP_CENTER_DIR, ingestArticles } from '../ingest-articles.ts';
@@ -11,13 +11,15 @@ import { ensureDatabase } from '../setup-database.ts';
 let db: ScratchDatabase;
 let dir: string;
 
-beforeAll(async () => {
+// Each test starts from a fresh setup and its own copy of the articles: a test that edits them
+// leaves nothing behind for the next one, in whatever order they run.
+beforeEach(async () => {
   db = await createScratchDatabase();
   await ensureDatabase(() => {}); // no provider configured here: the index is skipped, ingest still runs
   dir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-help-'));
   cpSync(HELP_CENTER_DIR, dir, { recursive: true });
 });
-afterAll(async () => {
+afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
   await db.drop();
 });
@@ -73,7 +75,6 @@ describe('ingestArticles', () => {
     expect(
       (await chunkRows()).filter((r) => r.slug !== 'refunds').every((r) => r.embedding !== null),
     ).toBe(true);
-    writeFileSync(file, original);
   });
 
   it('adds a new article and removes a deleted one with all its chunks', async () => {

@@ -10,6 +10,7 @@ import {
 } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, splitIntoTurns } from '../context.ts';
+import type { Message } from '../../shared/llm/index.ts';
 import { loadMessages } from '../memory.ts';
 import { DEFAULT_BUDGET } from './test-session.ts';
 
@@ -70,6 +71,9 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
   let env: Record<string, string>;
   let conversationId: string;
   let firstRun: { code: number | null; stdout: string; stderr: string };
+  // What the first run stored and what the viewer shows of it, taken before any test adds a turn.
+  let stored: Message[];
+  let shown: { code: number | null; stdout: string; stderr: string };
 
   beforeAll(async () => {
     db = await createScratchDatabase(); // empty: chat.ts sets it up on the first run
@@ -82,6 +86,9 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
         'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nYes please.\nexit\n',
     });
     conversationId = firstRun.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+    process.env.DB_NAME = db.name;
+    stored = await loadMessages(conversationId);
+    shown = await runScript(SHOW, [conversationId, '--context'], { env });
   });
   afterAll(() => db.drop());
 
@@ -121,8 +128,6 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
   });
 
   it('sent the earlier turns with the third question exactly as buildContext says', async () => {
-    process.env.DB_NAME = db.name;
-    const stored = await loadMessages(conversationId);
     const turns = splitIntoTurns(stored);
     expect(turns).toHaveLength(3);
     const expected = buildContext(turns.slice(0, 2).flat(), DEFAULT_BUDGET).messages;
@@ -161,8 +166,7 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     }
   });
 
-  it('shows the context: the first turn compacted, the last two in full', async () => {
-    const shown = await runScript(SHOW, [conversationId, '--context'], { env });
+  it('shows the context: the first turn compacted, the last two in full', () => {
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(
       /^ +1 {2}compacted +[\d,]+ +[\d,]+ +[\d,]+ {2}Can I get a refund for order 1043\?$/m,
