@@ -25,7 +25,7 @@ beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
   await ensureDatabase(() => {});
-  env = { ...fake.env('gemini'), DB_NAME: db.name };
+  env = { ...fake.env('openai'), DB_NAME: db.name };
 });
 afterAll(async () => {
   await fake.close();

@@ -7,7 +7,9 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { runScript } from '../../shared/testing/run-script.ts';
 import { findConversation, newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import type { Damage } from '../going-further/stored-history.ts';
+import { turnsView } from '../conversation-view.ts';
+import { describeConversation, loadRows } from '../stored-conversations.ts';
+import { readHistory, type Damage } from '../going-further/stored-history.ts';
 import { testSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -160,14 +162,25 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
   );
 });
 
+/** What show-conversation.ts <id> prints, built in-process from the same functions it uses. */
+async function shown(id: string): Promise<string> {
+  const rows = await loadRows(id);
+  return turnsView((await describeConversation(id))!, rows, readHistory(rows)).join('\n');
+}
+
 describe('show-conversation', () => {
   it.each(cases)('marks $name as left out, and why', async ({ rows, damaged, reason }) => {
     const { id, ids } = await damagedConversation(rows);
-    const shown = await runScript(SHOW, [id], { env: { DB_NAME: db.name } });
+    const view = await shown(id);
     for (const bad of damaged.map((i) => ids[i]))
-      expect(shown.stdout).toMatch(
-        new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`),
-      );
+      expect(view).toMatch(new RegExp(`#${bad} \\[left out: ${reason.replace(/[()"]/g, '.')}\\]`));
+  });
+
+  it('prints the same from the command line, and exits 0', async () => {
+    const { id } = await damagedConversation(cases[0].rows);
+    const run = await runScript(SHOW, [id], { env: { DB_NAME: db.name } });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trimEnd()).toBe(await shown(id));
   });
 });
 
@@ -195,9 +208,7 @@ describe('a row MariaDB accepts but JSON.parse refuses', () => {
       );
       expect((await session.ask('Thanks!')).answer).toBe('Anything else?');
       expect(reported).toEqual([{ seq: stored[1], reason: 'invalid JSON' }]);
-      const shown = await runScript(SHOW, [conversation.id], { env: { DB_NAME: db.name } });
-      expect(shown.code, shown.stderr).toBe(0);
-      expect(shown.stdout).toContain(`#${stored[1]} [left out: invalid JSON]`);
+      expect(await shown(conversation.id)).toContain(`#${stored[1]} [left out: invalid JSON]`);
     },
   );
 });
