@@ -276,8 +276,13 @@ export function explainDatabaseError(error: unknown): unknown {
   const { host, port, user, database } = dbSettings();
   const where = `MySQL at ${host}:${port}`;
   switch (code) {
-    case 'ECONNREFUSED':
     case 'ETIMEDOUT':
+      // The connection never completed: nothing listening on a dropped network, or a server that
+      // accepts connections but is frozen. "Start the server" would mislead in the second case.
+      return new DatabaseError(
+        `${where} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and DB_HOST and DB_PORT in .env.`,
+      );
+    case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
