@@ -1,6 +1,5 @@
 // Resets the database to the sample store: `npx tsx setup.ts` (`npm run setup` at the root). Says what goes, and asks first.
-import readline from 'node:readline/promises';
-import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { confirmed, listing, parseFlags, runMain } from '../shared/cli.ts';
 import { llmSettingsOrError } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
@@ -18,37 +17,13 @@ await runMain(async () => {
   // Every row counts, sample data too: a customer added or an order changed by hand would be lost.
   if (plan.losses.length) {
     console.log(`Resetting database "${plan.database}" deletes ${listing(plan.losses)}.`);
-    if (!values.yes && !(await confirmed())) {
+    if (
+      !values.yes &&
+      !(await confirmed('Type yes to delete and reset: ', commandFor(import.meta.url, '--yes')))
+    ) {
       console.log('Nothing was changed.');
       return 1;
     }
   }
   await resetDatabase(console.log, llmSettingsOrError());
 }, USAGE);
-
-/** On a terminal, asks (Ctrl-C answers no); in a script (no terminal to ask on), --yes is required. */
-async function confirmed(): Promise<boolean> {
-  if (!process.stdin.isTTY)
-    throw new UsageError(
-      `Nothing was changed: to confirm, run ${commandFor(import.meta.url, '--yes')}`,
-    );
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
-  const controller = new AbortController();
-  rl.on('SIGINT', () => controller.abort());
-  try {
-    return /^y(es)?$/i.test(
-      (await rl.question('Type yes to delete and reset: ', { signal: controller.signal })).trim(),
-    );
-  } catch (error) {
-    if ((error as Error).name !== 'AbortError') throw error;
-    console.log();
-    return false;
-  } finally {
-    rl.close();
-  }
-}
-
-/** ["a", "b", "c"] → "a, b and c" */
-function listing(items: string[]): string {
-  return items.length > 1 ? `${items.slice(0, -1).join(', ')} and ${items.at(-1)}` : items.join('');
-}

@@ -1,14 +1,15 @@
-// The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each step is saved as it completes.
+// The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
 import {
+  chatWithTools,
   describeRetry,
   ProviderError,
-  streamWithTools,
+  type ChatOptions,
   type ChatResult,
   type Message,
+  type ToolDefinition,
   type Usage,
 } from '../shared/llm/index.ts';
-import { interruptedAnswer } from './context.ts';
 import type {
   CallCost,
   Conversation,
@@ -37,8 +38,13 @@ export const REFUSED_ANSWER =
 export const EMPTY_ANSWER =
   "Sorry, I didn't manage to write an answer to that. Could you rephrase your question?";
 
-/** `refused`: the provider called our request invalid (a 400): not an outage, so "try later" would not help. */
-export type Outcome = 'answered' | 'step_limit' | 'api_error' | 'refused' | 'empty_answer';
+/**
+ * `refused`: the provider called our request invalid (a 400). With memory that request includes the
+ * stored history, so the next question would fail the same way: "try later" would not help.
+ * `cancelled`: stopped by its signal (Ctrl-C); the steps completed before are saved.
+ */
+export type Outcome =
+  'answered' | 'step_limit' | 'api_error' | 'refused' | 'empty_answer' | 'cancelled';
 
 export interface AgentResult {
   answer: string;
@@ -49,41 +55,35 @@ export interface AgentResult {
   traceFile: string;
   /** The provider's own words when it failed (api_error, refused): for the person running Nimbus. */
   problem?: string;
-  /** Why this turn (or part of it) could not be saved. The answer stands; the next question may not see it. */
+  /** Why some of this turn is not saved. The answer stands; the next question may not see it. */
   saveError?: string;
 }
+
+/** How the agent asks the model: chatWithTools, or any function with its shape. */
+export type CallModel = (
+  llm: LlmSettings,
+  messages: Message[],
+  tools: ToolDefinition[],
+  options: ChatOptions,
+) => Promise<ChatResult>;
 
 export interface AgentOptions {
   /** The provider to ask, as the entry script read it from .env. */
   llm: LlmSettings;
   /** Where the conversation is loaded from and saved to (memory.ts). */
   store: ConversationStore;
+  /** Default: chatWithTools, which returns the whole reply at once. */
+  callModel?: CallModel;
   /** Tools the entry script adds to this chapter's own (tools.ts). */
   tools?: Tool[];
   /** Where traces are written (LOG_DIR, checked at start). */
   logDir: string;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
-  /** Cancels the question (Ctrl-C): runAgent then throws TurnCancelled. */
-  signal?: AbortSignal;
-  /** Told each piece of the model's text as it is written (the answer streams in). */
-  onText?: (text: string, step: number) => void;
-  /** Where the trace's terminal lines go (default: stderr), so a streamed answer can make room. */
+  /** Where the trace's terminal lines go (default: stderr). */
   onTraceLine?: (line: string) => void;
-}
-
-/** The question was cancelled before it finished. `kept` says whether its steps are on record. */
-export class TurnCancelled extends Error {
-  override name = 'TurnCancelled';
-  constructor(readonly kept: 'nothing' | 'steps' | 'unsaved') {
-    super(
-      kept === 'nothing'
-        ? 'Cancelled: nothing from this question was saved.'
-        : kept === 'steps'
-          ? 'Cancelled. What Nimbus had already done is saved, so the next question knows about it.'
-          : 'Cancelled. What Nimbus had already done could not be saved (see the trace).',
-    );
-  }
+  /** Cancels the question (Ctrl-C): the model call stops, and the loop ends after the step it is in. */
+  signal?: AbortSignal;
 }
 
 /** Answers one question of a conversation, for the signed-in customer, whose data alone the tools reach. */
@@ -99,8 +99,9 @@ export async function runAgent(
   trace.event('start', { question, customer_id: customer.id });
   trace.event('memory', memoryEvent(history));
 
-  const turn = new TurnInProgress(question, conversation, options.store, trace);
   const system: Message = { role: 'system', content: systemPrompt(customer) };
+  const turn = new TurnInProgress(question, conversation, options.store, trace);
+  const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
   const context: ToolContext = { customer, conversation, llm: options.llm, ticketsOpened: 0 };
   const callCounts = new Map<string, number>();
@@ -108,16 +109,27 @@ export async function runAgent(
   for (let step = 1; step <= MAX_STEPS; step++) {
     const request = [system, ...history.messages, ...turn.messages];
     const started = Date.now();
-    const reply = await askModel(request, step, options, trace, turn);
-    if ('outcome' in reply) return reply; // the provider failed: the turn ended with a fallback
+    let reply: ChatResult;
+    try {
+      reply = await (options.callModel ?? chatWithTools)(options.llm, request, tools, {
+        signal: options.signal,
+        onRetry: (info) =>
+          trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs }),
+      });
+    } catch (error) {
+      return turn.fail(error, step, options.signal);
+    }
     const ms = Date.now() - started;
-    const cost = costOf(reply, request, options);
+    // What the call cost: the provider's tokens, and the characters we sent (tools included).
+    const { input_tokens = 0, output_tokens = 0 } = reply.usage ?? {};
+    const request_chars = JSON.stringify(request).length + JSON.stringify(tools).length;
+    const cost = { input_tokens, output_tokens, request_chars };
     if (reply.tool_calls.length === 0) {
       trace.event('final_answer', { step, ms });
       const answer = reply.text.trim();
-      if (!answer) return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { cost });
+      if (!answer) return turn.finish(EMPTY_ANSWER, 'empty_answer', step, undefined, cost);
       // The provider's own message is kept (provider_raw): a later question replays it.
-      return turn.finish(answer, 'answered', step, { message: reply.message, cost });
+      return turn.finish(answer, 'answered', step, reply.message, cost);
     }
 
     // Run every call of this step; each result goes back as one tool message, matched by call id.
@@ -126,64 +138,26 @@ export async function runAgent(
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context, options.tools);
       trace.event('tool_result', { step, name: call.name, result, exception });
-      turn.add({
-        role: 'tool',
-        tool_call_id: call.id,
-        name: call.name,
-        content: JSON.stringify(result),
-      });
+      const content = JSON.stringify(result);
+      turn.add({ role: 'tool', tool_call_id: call.id, name: call.name, content });
     }
     // The step is complete: saved now, calls with their results, so what the tools did (a ticket
-    // opened) is on record first. Ctrl-C waits for this save too: the tools have already run.
+    // opened) is on record whatever happens next. Ctrl-C stops here, after the save.
     await turn.save(step);
-    if (options.signal?.aborted) throw await turn.cancel(step);
+    if (options.signal?.aborted) return turn.finish('', 'cancelled', step);
   }
   trace.event('step_limit', { step: MAX_STEPS });
   return turn.finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS);
 }
 
-/** One model call: the reply, or the turn ended with a fallback answer when the provider failed. */
-async function askModel(
-  request: Message[],
-  step: number,
-  options: AgentOptions,
-  trace: Trace,
-  turn: TurnInProgress,
-): Promise<ChatResult | AgentResult> {
-  const call = {
-    signal: options.signal,
-    onRetry: (info: Parameters<typeof describeRetry>[0]) =>
-      trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs }),
-  };
-  try {
-    // Streamed, so a person can read the answer while the rest is written (see onText).
-    return await streamWithTools(options.llm, request, toolDefinitions(options), {
-      ...call,
-      onText: (text) => options.onText?.(text, step),
-    });
-  } catch (error) {
-    if (options.signal?.aborted) throw await turn.cancel(step);
-    // A wrong key or model name is the developer's to fix: stop with that message, not an apology.
-    if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404) {
-      await turn.close(step);
-      throw error;
-    }
-    const refused = error.kind === 'bad_request';
-    const { message, status, kind } = error;
-    trace.event('api_error', { step, message, status, kind });
-    const answer = refused ? REFUSED_ANSWER : API_ERROR_ANSWER;
-    const result = await turn.finish(answer, refused ? 'refused' : 'api_error', step);
-    return { ...result, problem: message };
-  }
-}
-
 /**
- * This question's messages: every one of them goes with each request, and the ones not saved yet
- * wait for the next save. Saving never ends the turn: a failure is traced and reported with the answer.
+ * This question's messages: every one goes with each request, and the ones not saved yet wait for the
+ * next save. A failed save never ends the turn: it is traced, tried again with the next step, and
+ * reported with the answer if something is still unsaved at the end.
  */
 class TurnInProgress {
   readonly messages: StoredMessage[] = [];
-  readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  private readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
   private unsaved: MessageToSave[] = [];
   private saveError?: string;
 
@@ -205,10 +179,10 @@ class TurnInProgress {
   }
 
   async save(step: number): Promise<void> {
-    if (this.unsaved.length === 0) return;
     try {
       await this.store.saveStep(this.conversation, this.unsaved);
       this.unsaved = [];
+      this.saveError = undefined;
     } catch (error) {
       this.saveError = error instanceof Error ? error.message : String(error);
       this.trace.event('save_failed', { step, message: this.saveError });
@@ -216,49 +190,37 @@ class TurnInProgress {
   }
 
   /**
-   * Ends the turn with an answer, saved like a step, so the stored turn always reads question → answer.
-   * A fallback is saved as plain text; a real answer with the provider's own message (`message`).
+   * Ends the turn. An answer is saved like a step, so the stored turn reads question → answer: a real
+   * one with the provider's own message, a fallback as plain text. A cancelled turn saves nothing more:
+   * loading closes it (context.ts).
    */
   async finish(
     answer: string,
     outcome: Outcome,
     step: number,
-    reply: { message?: StoredMessage; cost?: CallCost } = {},
+    message: StoredMessage = { role: 'assistant', content: answer },
+    cost?: CallCost,
   ): Promise<AgentResult> {
-    this.add(reply.message ?? { role: 'assistant', content: answer }, reply.cost);
-    await this.save(step);
+    if (outcome !== 'cancelled') this.add(message, cost);
+    if (this.unsaved.length && this.messages.length > 1) await this.save(step);
     const { saveError, usage } = this;
     this.trace.event('end', { answer, outcome, steps: step, tokens: usage, saveError });
     return { answer, outcome, steps: step, usage, traceFile: this.trace.file, saveError };
   }
 
-  /**
-   * The turn ends without an answer. If tools ran, what they did is kept: the turn is closed with a
-   * note naming their results, so the next request is valid and the model still sees, say, the
-   * ticket number once this turn is compacted. Returns whether anything is on record.
-   */
-  async close(step: number): Promise<TurnCancelled['kept']> {
-    if (!this.messages.some((m) => m.role === 'tool')) return 'nothing';
-    this.add({ role: 'assistant', content: interruptedAnswer(this.messages) });
-    await this.save(step);
-    return this.saveError ? 'unsaved' : 'steps';
+  /** The model call failed: Ctrl-C, or the provider. A wrong key or model name is not the customer's problem. */
+  async fail(error: unknown, step: number, signal?: AbortSignal): Promise<AgentResult> {
+    if (signal?.aborted) return this.finish('', 'cancelled', step);
+    if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404)
+      throw error; // the developer's to fix: stop with that message, not an apology
+    const { message, status, kind } = error;
+    this.trace.event('api_error', { step, message, status, kind });
+    const refused = kind === 'bad_request';
+    const result = await this.finish(
+      refused ? REFUSED_ANSWER : API_ERROR_ANSWER,
+      refused ? 'refused' : 'api_error',
+      step,
+    );
+    return { ...result, problem: message };
   }
-
-  /** Ctrl-C: closes the turn, and says so in the trace and in the error to throw. */
-  async cancel(step: number): Promise<TurnCancelled> {
-    this.trace.event('cancelled', { step });
-    return new TurnCancelled(await this.close(step));
-  }
-}
-
-/** What a model call cost: the provider's token counts, and the characters sent (tools included). */
-function costOf(reply: ChatResult, request: Message[], options: AgentOptions): CallCost {
-  const sent = JSON.stringify(request).length + JSON.stringify(toolDefinitions(options)).length;
-  const { input_tokens = 0, output_tokens = 0 } = reply.usage ?? {};
-  return { input_tokens, output_tokens, request_chars: sent };
-}
-
-/** What the model is told it may call: this chapter's tools, then the entry script's. */
-function toolDefinitions(options: AgentOptions) {
-  return [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
 }

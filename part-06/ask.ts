@@ -1,21 +1,14 @@
 // Ask Nimbus one question within a conversation; it remembers earlier questions of the same conversation.
 import { conversationId, dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { customerEmail, ensureLogDir, llmSettings, memorySettings } from '../shared/config.ts';
+import { customerEmail, ensureLogDir, llmSettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { DEFAULT_BUDGET } from './context.ts';
-import { runAgent, type AgentResult } from './agent.ts';
+import { runAgent } from './agent.ts';
+import { memoryBudget } from './context.ts';
 import { describeIndexStatus, indexStatus } from './embedding-index.ts';
-import { findConversation, newConversation } from './memory.ts';
+import { findConversation, newConversation, plainStore } from './memory.ts';
 import { describeCustomer, signIn } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
-// Going further: the store and the lock that make a question survive real use, as in chat.ts.
-import {
-  WAITING_FOR_OTHER_QUESTION,
-  withConversationLock,
-} from './going-further/conversation-lock.ts';
-import { storeAndTools } from './going-further/agent-setup.ts';
-import { checkQuestion } from './going-further/question-limit.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
 
@@ -38,10 +31,10 @@ await runMain(async () => {
       : conversationId(values.conversation, '--conversation');
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
-  // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
+  // Settings first: a missing key, a bad LOG_DIR or budget is said before anything is created.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const { budget, notesMaxChars } = memorySettings(DEFAULT_BUDGET);
+  const store = plainStore(memoryBudget());
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   if (!values.quiet)
@@ -57,35 +50,32 @@ await runMain(async () => {
     console.error(`Conversation ${requested} was not found; starting a new one.`);
   conversation ??= newConversation(customer.id);
 
-  checkQuestion(question); // a usage error: too long to be worth sending
-  // The hardened store, the customer's notes and their tools, as in chat.ts.
-  const agent = { llm, logDir, quiet: values.quiet };
-  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
-  const result = await withConversationLock(
-    conversation.id,
-    () => runAgent(question, customer, conversation, options),
-    { onWait },
-  );
-  const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  return report(result, conversation.id, as);
-}, USAGE);
-
-/**
- * Prints the answer, then on stderr how it went and the command for a follow-up (with `as`, the
- * --customer it was asked as: a conversation continues only as its customer). Returns the exit code:
- * a fallback apology is printed for the customer, but scripts should see that something failed.
- */
-function report(result: AgentResult, conversationId: string, as: string): number {
+  const result = await runAgent(question, customer, conversation, {
+    llm,
+    logDir,
+    store,
+    quiet: values.quiet,
+  });
   console.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
-  const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
-  console.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, process.stderr));
+  console.error(
+    dim(
+      `(${result.outcome} after ${result.steps} step${result.steps === 1 ? '' : 's'}, ${tokens} tokens)`,
+      process.stderr,
+    ),
+  );
   if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
   if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}`);
-  else {
-    const followUp = commandFor(import.meta.url, `--conversation=${conversationId}${as} "…"`);
-    console.error(printable(`Conversation ${conversationId}: ask a follow-up with ${followUp}`));
+  else if (conversation.saved) {
+    // A conversation continues only as its customer: a --customer goes in the hint too.
+    const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
+    const followUp = commandFor(
+      import.meta.url,
+      `--conversation=${conversation.id}${as} "What about my other order?"`,
+    );
+    console.error(printable(`Conversation ${conversation.id}: ask a follow-up with ${followUp}`));
   }
-  return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
-}
+  // A fallback apology is still printed for the customer, but scripts should see that something failed.
+  const failed = result.outcome === 'api_error' || result.outcome === 'refused';
+  return failed || result.saveError ? 1 : 0;
+}, USAGE);

@@ -1,35 +1,22 @@
-// Chat with Nimbus in the terminal: answers appear as they are written, and every step is saved, so a conversation can be resumed.
+// Chat with Nimbus in the terminal: every step is saved in MySQL, so a conversation can be resumed later.
+import readline from 'node:readline';
 import { conversationId, dim, parseFlags, runMain } from '../shared/cli.ts';
-import { customerEmail, ensureLogDir, llmSettings, memorySettings } from '../shared/config.ts';
+import { customerEmail, ensureLogDir, llmSettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { DEFAULT_BUDGET } from './context.ts';
-import { runAgent, TurnCancelled, type AgentOptions } from './agent.ts';
-import { findConversation, newConversation, type Conversation } from './memory.ts';
+import { runAgent, type AgentOptions } from './agent.ts';
+import { memoryBudget } from './context.ts';
+import { findConversation, newConversation, plainStore, type Conversation } from './memory.ts';
 import { describeCustomer, signIn, type Customer } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
-// Going further: what makes the chat survive real use, wired in here and nowhere else.
-import {
-  WAITING_FOR_OTHER_QUESTION,
-  withConversationLock,
-} from './going-further/conversation-lock.ts';
-import { storeAndTools } from './going-further/agent-setup.ts';
-import { ConversationDeleted } from './going-further/hardened-store.ts';
-import { offerToBuildIndex } from './going-further/index-offer.ts';
-import { LineInput } from './going-further/line-input.ts';
-import { answerPrinter } from './going-further/answer-printer.ts';
-import { checkQuestion, QuestionTooLong } from './going-further/question-limit.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
-Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every exchange is saved;
-continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
-leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed meanwhile); at an
-empty prompt it leaves. --quiet hides the step-by-step trace lines.`;
-
-/** Everything a question needs besides its text: who asks, where, and how the agent runs. */
-type Chat = { customer: Customer; conversation: Conversation; options: AgentOptions };
+Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every step is saved;
+continue one of your conversations later with --resume=<id>. Type exit (or press Ctrl-D) to leave.
+Ctrl-C cancels the question Nimbus is working on; at the prompt it leaves.
+--quiet hides the step-by-step trace lines.`;
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -41,10 +28,15 @@ await runMain(async () => {
   });
   const resume =
     values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
-  // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
+  // Settings are read once, here: a missing key or a bad budget is said before anything else.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const { budget, notesMaxChars } = memorySettings(DEFAULT_BUDGET);
+  const options: AgentOptions = {
+    llm,
+    logDir,
+    quiet: values.quiet,
+    store: plainStore(memoryBudget()),
+  };
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -56,76 +48,54 @@ await runMain(async () => {
     conversation = newConversation(customer.id);
     console.log(`New conversation ${conversation.id}`);
   }
-  // The hardened store, the customer's notes and their tools: going further, set up in one place.
-  const agent = { llm, logDir, quiet: values.quiet };
-  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const chat: Chat = { customer, conversation, options };
-  const lines = new LineInput();
-  await offerToBuildIndex(llm, lines);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
-  await chatLoop(chat, lines);
+  await chatLoop(customer, conversation, options);
 
   // Only a saved conversation can be resumed, and only by its customer: a --customer goes in the hint.
-  const as =
-    values.customer === undefined
-      ? ''
-      : ` --customer=${printable(customer.email, { singleLine: true })}`;
-  const resumeWith = commandFor(import.meta.url, `--resume=${chat.conversation.id}${as}`);
-  console.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
+  const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
+  const resumeWith = commandFor(import.meta.url, `--resume=${conversation.id}${as}`);
+  console.log(conversation.saved ? `Bye! Resume later with: ${printable(resumeWith)}` : 'Bye!');
 }, USAGE);
 
-/** Reads questions until exit, Ctrl-D or the end of the input; Ctrl-C cancels the one in progress. */
-async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
+/** Reads questions until exit or the end of the input; Ctrl-C cancels the one being answered. */
+async function chatLoop(customer: Customer, conversation: Conversation, options: AgentOptions) {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
   let working: AbortController | undefined;
-  // Ctrl-C cancels the question in progress (and the line input drops the lines typed meanwhile).
-  lines.setInterruptHandler(() => {
-    working?.abort();
-    return working !== undefined;
-  });
-  try {
-    for (let line = await lines.next(); line !== undefined; line = await lines.next()) {
-      const question = line.trim();
-      if (/^(exit|quit)$/i.test(question)) return;
-      if (!question) continue;
+  rl.on('SIGINT', () => (working ? working.abort() : rl.close()));
+  rl.setPrompt('You: ');
+  rl.prompt();
+  // Lines typed while Nimbus works wait in the iterator's queue: each is answered in its turn.
+  for await (const line of rl) {
+    if (!process.stdin.isTTY) console.log(printable(line)); // piped input is not echoed: show it
+    const question = line.trim();
+    if (/^(exit|quit)$/i.test(question)) break;
+    if (question) {
       working = new AbortController();
-      try {
-        await ask(question, chat, working.signal);
-      } finally {
-        working = undefined;
-      }
+      await ask(question, customer, conversation, { ...options, signal: working.signal });
+      working = undefined;
     }
-    console.log(); // Ctrl-D or Ctrl-C left the cursor after "You: "
-  } finally {
-    lines.close();
+    rl.prompt();
   }
+  rl.close();
+  console.log();
 }
 
-/** One question. What goes wrong with it is said in one line and the chat goes on, except a setup problem. */
-async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<void> {
-  const out = answerPrinter(); // the answer as it streams in, the trace lines around it
-  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
+/** One question and its answer. A database problem is said in one line, and the chat goes on. */
+async function ask(
+  question: string,
+  customer: Customer,
+  conversation: Conversation,
+  options: AgentOptions,
+) {
   try {
-    checkQuestion(question);
-    const options = { ...chat.options, signal, onText: out.text, onTraceLine: out.traceLine };
-    const result = await withConversationLock(
-      chat.conversation.id,
-      () => runAgent(question, chat.customer, chat.conversation, options),
-      { signal, onWait },
-    );
-    out.finish(result);
+    const result = await runAgent(question, customer, conversation, options);
+    if (result.outcome === 'cancelled')
+      console.log(dim('(Cancelled. The steps already done are saved.)'));
+    else console.log(`Nimbus: ${printable(result.answer)}\n`);
+    if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
+    if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
   } catch (error) {
-    out.breakLine();
-    if (error instanceof ConversationDeleted) {
-      chat.conversation = newConversation(chat.customer.id);
-      console.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
-      return ask(question, chat, signal);
-    }
-    if (error instanceof TurnCancelled) console.log(dim(`(${error.message})\n`));
-    // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
-    else if (error instanceof QuestionTooLong || error instanceof DatabaseError) {
-      console.error(`${printable(error.message)}\n`);
-    }
-    // A wrong key or model name ends the chat: every further question would fail the same way.
-    else throw error;
+    if (!(error instanceof DatabaseError)) throw error; // a wrong key or model name ends the chat
+    console.error(`${printable(error.message)}\n`);
   }
 }

@@ -10,6 +10,7 @@
 //   2. older turns compacted to question and answer: what was settled, without the working;
 //   3. then, while the whole still exceeds `maxChars`, the oldest turns are dropped. The newest turn
 //      is always kept, even alone over budget: it is what the next question most likely follows up.
+import { integerSetting } from '../shared/config.ts';
 import type { AssistantMessage, Message, ToolMessage } from '../shared/llm/index.ts';
 import { shorten } from '../shared/text.ts';
 
@@ -20,8 +21,15 @@ export interface MemoryBudget {
   recentTurns: number;
 }
 
-/** The budget unless MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env say otherwise. */
 export const DEFAULT_BUDGET: MemoryBudget = { maxChars: 12_000, recentTurns: 2 };
+
+/** The budget unless MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env say otherwise: read by entry scripts. */
+export function memoryBudget(): MemoryBudget {
+  return {
+    maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_BUDGET.maxChars, 1),
+    recentTurns: integerSetting('MEMORY_RECENT_TURNS', DEFAULT_BUDGET.recentTurns, 1),
+  };
+}
 
 export type Turn = Message[];
 
@@ -33,7 +41,7 @@ export interface TurnInContext {
   /** The turn as stored, and as sent ([] when dropped). */
   turn: Turn;
   sent: Turn;
-  /** Its share of the budget: JSON characters as stored, and as sent (0 when dropped). */
+  /** Its share of the budget: its JSON characters plus its comma, as stored and as sent (0 when dropped). */
   storedChars: number;
   sentChars: number;
 }
@@ -42,7 +50,7 @@ export interface Context {
   messages: Message[];
   /** The budget it was built for. */
   budget: MemoryBudget;
-  /** What the budget measures: the JSON characters of the turns sent, plus one per turn (its comma). */
+  /** What the budget measures: the JSON characters of the list of turns sent, brackets included. */
   chars: number;
   /** Every turn, oldest first, with its fate: what show-conversation --context shows. */
   turns: TurnInContext[];
@@ -68,13 +76,14 @@ export function compactTurn(turn: Turn): Turn {
 }
 
 export function buildContext(messages: Message[], budget: MemoryBudget): Context {
-  const turns = splitIntoTurns(messages);
+  const turns = splitIntoTurns(messages).map(closeTurn);
   const recentFrom = Math.max(0, turns.length - budget.recentTurns);
   const shaped = turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
   const sizes = shaped.map(turnChars);
 
   // Each turn's share is known up front, so dropping the oldest just subtracts it: linear time.
-  let chars = sizes.reduce((sum, n) => sum + n, 0);
+  // The list's two brackets take the place of the last turn's comma: one more character in all.
+  let chars = sizes.reduce((sum, n) => sum + n, 1);
   let first = 0;
   while (chars > budget.maxChars && turns.length - first > 1) chars -= sizes[first++];
 
@@ -89,6 +98,7 @@ export function buildContext(messages: Message[], budget: MemoryBudget): Context
       sentChars: sent.length ? sizes[i] : 0,
     };
   });
+  chars = JSON.stringify(shaped.slice(first)).length; // exact, "[]" included when there are no turns
   return { messages: plan.flatMap((t) => t.sent), budget, chars, turns: plan };
 }
 
@@ -98,9 +108,17 @@ export function turnChars(turn: Turn): number {
 }
 
 /**
- * The answer closing a turn cut short after its tools ran (Ctrl-C, a crash). It names what they returned,
- * so even once the turn is compacted the model still sees, say, the ticket number, and opens no second.
+ * A turn cut short (Ctrl-C, a crash) has no answer: its question would be followed by the next one, and
+ * its last step may be a tool result. Both make some providers refuse the request, so the turn is closed
+ * with an answer that names what its tools returned: even once it is compacted, the model still sees,
+ * say, the ticket number, and opens no second one.
  */
+export function closeTurn(turn: Turn): Turn {
+  const last = turn.at(-1);
+  if (last?.role === 'assistant' && !last.tool_calls?.length) return turn;
+  return [...turn, { role: 'assistant', content: interruptedAnswer(turn) }];
+}
+
 export function interruptedAnswer(turn: Turn): string {
   const done = turn
     .filter((m): m is ToolMessage => m.role === 'tool')

@@ -43,7 +43,7 @@ export interface MessageToSave {
 
 /**
  * Where the agent keeps a conversation: it loads the earlier turns once per question, and saves each
- * completed step. Below, the plain store; going-further/ has one made to survive real use.
+ * completed step. The agent is given its store, so another one can take this one's place.
  */
 export interface ConversationStore {
   /** The earlier turns to send with `question`; a store may add reference material for it too. */
@@ -51,7 +51,10 @@ export interface ConversationStore {
   saveStep(conversation: Conversation, step: MessageToSave[]): Promise<void>;
 }
 
-/** The plain store: read every message, keep what fits the budget; save a step in one transaction. */
+/**
+ * The plain store: read every message, keep what fits the budget (buildContext also closes a turn cut
+ * short); save a step in one transaction.
+ */
 export function plainStore(budget: MemoryBudget): ConversationStore {
   return {
     loadContext: async (conversation) => buildContext(await loadMessages(conversation.id), budget),

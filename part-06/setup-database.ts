@@ -25,12 +25,7 @@ export const TABLES = [
   'help_chunks',
   'conversations',
   'messages',
-  // Going further: customer notes, and the searchable words of conversations (customer-memory.sql).
-  'customer_notes',
-  'message_text',
 ];
-/** The tables going-further/customer-memory.sql creates, once messages has today's shape. */
-const CUSTOMER_MEMORY_TABLES = ['customer_notes', 'message_text'];
 /** The stored functions functions.sql defines. */
 const FUNCTIONS = [
   'refund_window_days',
@@ -67,9 +62,6 @@ export async function ensureDatabase(
       log(`Database "${database}": defining the refund rule (functions.sql).`);
       await runSqlFile(db, 'functions.sql');
     }
-    await upgradeMessages(db, database, log);
-    if (missing.some((table) => CUSTOMER_MEMORY_TABLES.includes(table)))
-      await runSqlFile(db, 'going-further/customer-memory.sql');
     await seedEmptyTables(db, log);
     const [[articles]] = await db.query<mysql.RowDataPacket[]>(
       'SELECT COUNT(*) AS n FROM help_articles',
@@ -133,8 +125,7 @@ export async function checkDatabase(): Promise<void> {
 /**
  * How the reset's question names each table's rows: "8 customers", with a table's parts in brackets
  * after it, "20 orders (25 order items)".
- * The help center is not named: the reset loads it again from the articles, so nothing is lost; nor
- * is message_text, a copy of the messages already counted.
+ * The help center is not named: the reset loads it again from the articles, so nothing is lost.
  */
 const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, noun: string]]> = [
   ['customers', 'customer'],
@@ -142,7 +133,6 @@ const ROW_NAMES: Array<[table: string, noun: string, parts?: [table: string, nou
   ['orders', 'order', ['order_items', 'order item']],
   ['tickets', 'support ticket'],
   ['conversations', 'conversation', ['messages', 'message']],
-  ['customer_notes', 'customer note'],
 ];
 
 export interface ResetPlan {
@@ -178,6 +168,10 @@ export async function planReset(): Promise<ResetPlan> {
       const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
       if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
     }
+    for (const table of await dependentTables(db, database)) {
+      const rows = await rowsIn(table);
+      if (rows) plan.losses.push(`${count(rows, 'row')} of ${table}`);
+    }
     if (!missing.includes('conversations')) {
       const [rows] = await db.query<mysql.RowDataPacket[]>(
         `SELECT id FROM \`${database}\`.conversations`,
@@ -191,8 +185,9 @@ export async function planReset(): Promise<ResetPlan> {
 }
 
 /**
- * Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts
- * calls this; `beforeDropping` runs on the same connection first, with the setup lock held.
+ * Drops this part's tables and functions, then creates them again with the sample data. Tables that
+ * point at ours (going further's, say) go too: they hold copies of what the reset deletes. Only setup
+ * scripts call this; `beforeDropping` runs on the same connection first, with the setup lock held.
  */
 export async function resetDatabase(
   log: (line: string) => void = console.log,
@@ -203,10 +198,13 @@ export async function resetDatabase(
     await beforeDropping?.(db);
     // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
     await db.query('SET FOREIGN_KEY_CHECKS = 0');
-    for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
+    const missing = await missingTables(db, database);
+    const present = TABLES.filter((table) => !missing.includes(table));
+    const dropped = [...(await dependentTables(db, database)), ...present.reverse()];
+    for (const table of dropped) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
     await db.query('SET FOREIGN_KEY_CHECKS = 1');
     for (const name of FUNCTIONS) await db.query(`DROP FUNCTION IF EXISTS \`${name}\``);
-    log(`Database "${database}": dropped ${TABLES.join(', ')}.`);
+    if (dropped.length) log(`Database "${database}": dropped ${dropped.join(', ')}.`);
   });
   await ensureDatabase(log, llm);
 }
@@ -215,7 +213,7 @@ export async function resetDatabase(
  * Runs fn on a connection to DB_NAME (created if needed) while holding a lock named after it, so first
  * runs started at the same moment take turns instead of racing to create the same tables.
  */
-async function withSetupConnection(
+export async function withSetupConnection(
   fn: (db: mysql.Connection, database: string) => Promise<void>,
 ): Promise<void> {
   const { database } = dbSettings();
@@ -241,31 +239,19 @@ async function withSetupConnection(
   }
 }
 
-/**
- * Brings a messages table from an earlier version of this chapter (ordered by an AUTO_INCREMENT id) to
- * today's: each conversation's messages numbered 1, 2, 3… in seq, in the order they were saved.
- */
-async function upgradeMessages(
-  db: mysql.Connection,
-  database: string,
-  log: (line: string) => void,
-): Promise<void> {
-  const [columns] = await db.query<mysql.RowDataPacket[]>(
-    "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'messages' AND column_name = 'seq'",
-    [database],
-  );
-  if (columns.length) return;
-  log(`Database "${database}": numbering the stored messages of each conversation (seq).`);
-  await db.query('ALTER TABLE messages ADD COLUMN seq INT UNSIGNED NULL AFTER conversation_id');
-  await db.query(
-    `UPDATE messages m JOIN (SELECT id, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY id) AS n
-                               FROM messages) numbered ON numbered.id = m.id
-        SET m.seq = numbered.n`,
-  );
-  await db.query(
-    'ALTER TABLE messages MODIFY seq INT UNSIGNED NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (conversation_id, seq), DROP COLUMN id',
-  );
-  await db.query('ALTER TABLE messages DROP INDEX idx_messages_conversation');
+/** Tables that are not ours but point at ours with a foreign key, directly or through each other. */
+async function dependentTables(db: mysql.Connection, database: string): Promise<string[]> {
+  const found: string[] = [];
+  for (let pointedAt = TABLES; pointedAt.length;) {
+    const [rows] = await db.query<mysql.RowDataPacket[]>(
+      `SELECT DISTINCT table_name AS name FROM information_schema.referential_constraints
+        WHERE constraint_schema = ? AND referenced_table_name IN (?) AND table_name NOT IN (?)`,
+      [database, pointedAt, [...TABLES, ...found]],
+    );
+    pointedAt = rows.map((row) => String(row.name));
+    found.unshift(...pointedAt); // the ones found last point at the others: dropped first
+  }
+  return found;
 }
 
 async function missingTables(db: mysql.Connection, database: string): Promise<string[]> {
@@ -277,7 +263,7 @@ async function missingTables(db: mysql.Connection, database: string): Promise<st
   return TABLES.filter((table) => !existing.has(table));
 }
 
-async function runSqlFile(db: mysql.Connection, file: string): Promise<void> {
+export async function runSqlFile(db: mysql.Connection, file: string): Promise<void> {
   for (const statement of splitSqlStatements(await readFile(path.join(HERE, file), 'utf8')))
     await db.query(statement);
 }

@@ -1,60 +1,39 @@
 // Shows what memory holds: recent conversations, one conversation turn by turn, or how the next context is built.
 import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { memorySettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
-import { printable, printableJson } from '../shared/text.ts';
-import { buildContext, DEFAULT_BUDGET, type MemoryBudget } from './context.ts';
-import { contextView, exportConversation, listView, turnsView } from './conversation-view.ts';
+import { printable } from '../shared/text.ts';
+import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
+import { contextView, listView, turnsView } from './conversation-view.ts';
 import { checkDatabase } from './setup-database.ts';
 import { describeConversation, listConversations, loadRows } from './stored-conversations.ts';
-// Going further: rows are read defensively, so a damaged one is shown as such instead of failing the view;
-// and the customer's notes that would go with the next question are shown with the context.
-import { readHistory } from './going-further/stored-history.ts';
-import { recallView } from './going-further/notes-view.ts';
-import { recallNotes } from './going-further/recall.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
        ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
-       ${commandFor(import.meta.url, '<id> --json')}              the whole stored conversation as one JSON object
        ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
-       ${commandFor(import.meta.url, '<id> --context --json')}    the exact messages that will be sent
        ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
-       ${commandFor(import.meta.url, '<id> --context --question="…"')}    customer notes ranked for that question
 
---budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2);
-the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).
+--budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2).
 This is an operator's tool: it shows any customer's conversation, and whose it is.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
     options: {
       context: { type: 'boolean' },
-      json: { type: 'boolean' },
       budget: { type: 'string' },
       recent: { type: 'string' },
-      question: { type: 'string' },
     },
     allowPositionals: true,
   });
   if (positionals.length > 1)
     throw new UsageError(`Give one conversation id (got ${positionals.length} arguments).`);
-  if (
-    positionals.length === 0 &&
-    (values.context || values.json || values.budget || values.recent)
-  ) {
-    throw new UsageError('--context, --json, --budget and --recent need a conversation id.');
-  }
-  if (
-    !values.context &&
-    (values.budget !== undefined || values.recent !== undefined || values.question !== undefined)
-  )
-    throw new UsageError('--budget, --recent and --question go with --context.');
-  const { budget: configured, notesMaxChars } = memorySettings(DEFAULT_BUDGET);
+  if (!values.context && (values.budget !== undefined || values.recent !== undefined))
+    throw new UsageError('--budget and --recent go with --context.');
+  if (positionals.length === 0 && values.context)
+    throw new UsageError('--context needs a conversation id.');
+  const configured = memoryBudget();
   const budget: MemoryBudget = {
-    maxChars:
-      values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
-    recentTurns:
-      values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
+    maxChars: wholeNumber(values.budget, '--budget') ?? configured.maxChars,
+    recentTurns: wholeNumber(values.recent, '--recent') ?? configured.recentTurns,
   };
   await checkDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
@@ -66,35 +45,27 @@ await runMain(async () => {
     return 1;
   }
   const rows = await loadRows(id);
-  const history = readHistory(rows);
-  if (values.context) {
-    const context = buildContext(history.messages, budget);
-    const notes = await recallNotes(conversation.customer_id, values.question, notesMaxChars);
-    if (values.json)
-      return void console.log(printableJson([...context.messages, ...notes.messages], 2));
-    console.log(contextView(id, context, rows).join('\n'));
-    if (notes.notes.length) console.log(recallView(notes, values.question).join('\n'));
-    return;
-  }
-  if (values.json)
-    return void console.log(printableJson(exportConversation(conversation, rows, history), 2));
-  console.log(turnsView(conversation, rows, history).join('\n'));
+  const shown = rows.map((row) => ({ row, message: JSON.parse(row.data) }));
+  if (!values.context) return void console.log(turnsView(conversation, shown).join('\n'));
+  const context = buildContext(
+    shown.map((s) => s.message),
+    budget,
+  );
+  console.log(contextView(id, context).join('\n'));
 }, USAGE);
 
-function wholeNumber(value: string, flag: string): number {
-  if (!/^[1-9]\d{0,8}$/.test(value))
-    throw new UsageError(
-      `${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`,
-    );
-  return Number(value);
+function wholeNumber(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (/^[1-9]\d{0,8}$/.test(value)) return Number(value);
+  const shown = printable(value, { singleLine: true });
+  throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${shown}").`);
 }
 
 async function listRecent(): Promise<void> {
   const conversations = await listConversations();
   if (conversations.length === 0) {
-    return void console.log(
-      `No conversations yet. Start one with: ${commandFor(new URL('./chat.ts', import.meta.url))}`,
-    );
+    const chat = commandFor(new URL('./chat.ts', import.meta.url));
+    return void console.log(`No conversations yet. Start one with: ${chat}`);
   }
   console.log(listView(conversations).join('\n'));
 }

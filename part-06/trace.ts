@@ -1,5 +1,5 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, rmSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
@@ -17,7 +17,6 @@ export type TraceEventType =
   | 'api_error'
   | 'step_limit'
   | 'save_failed'
-  | 'cancelled'
   | 'end';
 
 export interface TraceOptions {
@@ -32,6 +31,20 @@ export interface TraceOptions {
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
 export function conversationTraceFile(dir: string, conversationId: string): string {
   return path.join(dir, 'conversations', `${conversationId}.jsonl`);
+}
+
+/** Deletes the trace files of these conversations (a reset); returns how many there were. */
+export function deleteTraces(dir: string, conversationIds: string[]): number {
+  let deleted = 0;
+  for (const id of conversationIds) {
+    try {
+      rmSync(conversationTraceFile(dir, id));
+      deleted++;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  return deleted;
 }
 
 /**
@@ -127,8 +140,6 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
       return `${step} step limit reached`;
     case 'save_failed':
       return `${step} could not save: ${data.message}`;
-    case 'cancelled':
-      return `${step} cancelled`;
     default:
       return undefined; // start and end are for the file; the CLI prints the question and answer
   }

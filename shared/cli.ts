@@ -1,4 +1,5 @@
 // What every entry script shares: flags and --help, dim status lines, and one-line errors instead of stack traces.
+import readline from 'node:readline/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
 import { DatabaseError, closePool } from './db.ts';
@@ -55,6 +56,32 @@ export function conversationId(value: string, where: string): string {
   throw new UsageError(
     `${where} needs a conversation id: 32 lowercase hex characters (got "${shown}").`,
   );
+}
+
+/**
+ * Asks a person to confirm something that deletes data, on a terminal (Ctrl-C and Ctrl-D answer no).
+ * In a script there is nobody to ask: the command that confirms (`yes`) is said instead.
+ */
+export async function confirmed(question: string, yes: string): Promise<boolean> {
+  if (!process.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${yes}`);
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  const controller = new AbortController();
+  rl.on('SIGINT', () => controller.abort());
+  rl.on('close', () => controller.abort());
+  try {
+    return /^y(es)?$/i.test((await rl.question(question, { signal: controller.signal })).trim());
+  } catch (error) {
+    if ((error as Error).name !== 'AbortError') throw error;
+    console.log();
+    return false;
+  } finally {
+    rl.close();
+  }
+}
+
+/** ["a", "b", "c"] → "a, b and c" */
+export function listing(items: string[]): string {
+  return items.length > 1 ? `${items.slice(0, -1).join(', ')} and ${items.at(-1)}` : items.join('');
 }
 
 /** Colour only when a person is looking: a terminal, and NO_COLOR not set. */

@@ -136,20 +136,6 @@ export function customerEmail(): string | undefined {
 }
 
 /**
- * Part 6's memory settings: the history budget (MEMORY_MAX_CHARS, MEMORY_RECENT_TURNS; else `defaults`)
- * and the characters of customer notes sent with each question (MEMORY_NOTES_MAX_CHARS, 1500; 0: none).
- */
-export function memorySettings(defaults: { maxChars: number; recentTurns: number }) {
-  return {
-    budget: {
-      maxChars: integerSetting('MEMORY_MAX_CHARS', defaults.maxChars, 1),
-      recentTurns: integerSetting('MEMORY_RECENT_TURNS', defaults.recentTurns, 1),
-    },
-    notesMaxChars: integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0),
-  };
-}
-
-/**
  * A whole-number setting such as MEMORY_MAX_CHARS: the default when unset, a ConfigError naming the
  * variable when it is not a whole number from `min` to `max`.
  */

@@ -1,29 +1,41 @@
 // Going further: the chat's answer as it streams in, with the trace's lines kept readable around it.
 import { dim } from '../../shared/cli.ts';
+import { streamWithTools } from '../../shared/llm/index.ts';
 import { printable } from '../../shared/text.ts';
-import type { AgentResult } from '../agent.ts';
+import type { AgentResult, CallModel } from '../agent.ts';
+
+/** Ctrl-C while the agent worked: the steps it completed are saved (the agent saves each one). */
+const CANCELLED =
+  '(Cancelled. What Nimbus had already done is saved, so the next question knows about it.)';
+
+/** Ctrl-C while the question waited to start (for another window's question): nothing was done. */
+export const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was saved.';
 
 /**
- * Prints an answer as it streams in, after "Nimbus: ", escaped like everything from a model (each
- * character on its own, so an escape sequence split across two pieces is still made visible). The
- * trace's lines get lines of their own around it.
+ * The agent's model call, streamed (`callModel`): each piece of the answer is printed after "Nimbus: "
+ * as it arrives, escaped like everything from a model (each character on its own, so an escape sequence
+ * split across two pieces is still made visible). The trace's lines get lines of their own around it.
  */
 export function answerPrinter() {
   let midLine = false;
-  let step = 0;
   const breakLine = () => {
     if (midLine) process.stdout.write('\n');
     midLine = false;
   };
+  const callModel: CallModel = (llm, messages, tools, options) => {
+    breakLine(); // a new model call, after tool steps
+    return streamWithTools(llm, messages, tools, {
+      ...options,
+      onText(text) {
+        if (!midLine) process.stdout.write('Nimbus: ');
+        process.stdout.write(printable(text));
+        midLine = true;
+      },
+    });
+  };
   return {
+    callModel,
     breakLine,
-    text(text: string, textStep: number): void {
-      if (textStep !== step) breakLine(); // a new model call, after tool steps
-      if (!midLine) process.stdout.write('Nimbus: ');
-      process.stdout.write(printable(text));
-      midLine = true;
-      step = textStep;
-    },
     traceLine(line: string): void {
       breakLine();
       console.error(dim(line, process.stderr));
@@ -31,7 +43,8 @@ export function answerPrinter() {
     /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
     finish(result: AgentResult): void {
       breakLine();
-      if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
+      if (result.outcome === 'cancelled') console.log(dim(CANCELLED));
+      else if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
       console.log();
       // Not an outage: the provider called the request invalid, and its words say why.
       if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);

@@ -6,14 +6,7 @@
 // releases it by itself, but so does a dropped connection, so the store checks its place in the
 // conversation on every save as well (hardened-store.ts).
 import type { Connection } from 'mysql2/promise';
-import {
-  DatabaseCancelled,
-  DatabaseError,
-  LockBusy,
-  withNamedLock,
-  type LockOptions,
-} from '../../shared/db.ts';
-import { TurnCancelled } from '../agent.ts';
+import { DatabaseError, LockBusy, withNamedLock, type LockOptions } from '../../shared/db.ts';
 
 /** How long a question waits for another window's question in the same conversation. */
 export const CONVERSATION_WAIT_SECONDS = 30;
@@ -33,7 +26,7 @@ export class ConversationBusy extends DatabaseError {
 
 /**
  * Runs fn while no other process answers in this conversation; `onWait` is told when it has to wait.
- * Ctrl-C while waiting (`signal`) cancels the question before anything of it was saved.
+ * Ctrl-C while waiting (`signal`) throws DatabaseCancelled: nothing of the question was done.
  */
 export async function withConversationLock<T>(
   conversationId: string,
@@ -45,7 +38,6 @@ export async function withConversationLock<T>(
     return await withNamedLock(lockName(conversationId), waitSeconds, fn, options);
   } catch (error) {
     if (error instanceof LockBusy) throw new ConversationBusy(conversationId, waitSeconds);
-    if (error instanceof DatabaseCancelled) throw new TurnCancelled('nothing');
     throw error;
   }
 }

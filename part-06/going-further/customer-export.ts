@@ -2,12 +2,16 @@
 import { existsSync } from 'node:fs';
 import { query } from '../../shared/db.ts';
 import { displayPath } from '../../shared/hints.ts';
-import { exportConversation } from '../conversation-view.ts';
 import type { Customer } from '../session.ts';
-import { describeConversation, loadRows } from '../stored-conversations.ts';
+import {
+  describeConversation,
+  loadRows,
+  type ConversationSummary,
+  type StoredMessageRow,
+} from '../stored-conversations.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { allNotes } from './customer-notes.ts';
-import { readHistory } from './stored-history.ts';
+import { readHistory, type History } from './stored-history.ts';
 
 /**
  * The customer's record, orders, support tickets, notes, and every conversation with its messages
@@ -56,4 +60,39 @@ export async function exportCustomer(logDir: string, customer: Customer) {
     notes: await allNotes(customer.id),
     conversations,
   };
+}
+
+/** The whole stored conversation as one object: for a customer's data request or a bug report. */
+export function exportConversation(
+  conversation: ConversationSummary,
+  rows: StoredMessageRow[],
+  history: History,
+) {
+  const damaged = new Map(history.damaged.map((d) => [d.seq, d.reason]));
+  return {
+    id: conversation.id,
+    customer: { name: conversation.customer_name, email: conversation.customer_email },
+    created_at: conversation.created_at,
+    updated_at: conversation.updated_at,
+    messages: rows.map((row) => ({
+      seq: row.seq,
+      role: row.role,
+      created_at: row.created_at,
+      data: parseIfText(row.data),
+      input_tokens: row.input_tokens,
+      output_tokens: row.output_tokens,
+      request_chars: row.request_chars,
+      storage_note: row.storage_note,
+      ...(damaged.has(row.seq) ? { damaged: damaged.get(row.seq) } : {}),
+    })),
+  };
+}
+
+/** The stored text, parsed when it is JSON that JavaScript reads; as text otherwise (a damaged row). */
+function parseIfText(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
+  }
 }

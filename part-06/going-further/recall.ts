@@ -8,6 +8,7 @@
 // never in the system prompt, inside a block that says what they are; each note is a JSON string in
 // it, so no note can end the block or start a line of its own. A note can say no more than the
 // customer could type: who is signed in and what the tools may see are decided by code.
+import { integerSetting } from '../../shared/config.ts';
 import type { Message } from '../../shared/llm/index.ts';
 import type { ConversationStore } from '../memory.ts';
 import { liveNotes, markRecalled, today, type CustomerNote } from './customer-notes.ts';
@@ -29,6 +30,11 @@ export interface Recall {
   maxChars: number;
   /** What goes into the request, just before the question: [] when no note is sent. */
   messages: Message[];
+}
+
+/** The characters of notes sent with each question: MEMORY_NOTES_MAX_CHARS, else 1,500; 0 sends none. Read by entry scripts. */
+export function notesBudget(): number {
+  return integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0);
 }
 
 /**

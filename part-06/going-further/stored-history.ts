@@ -21,6 +21,8 @@ import {
 import { providerRawAgrees } from '../../shared/llm/provider-raw.ts';
 import { printable } from '../../shared/text.ts';
 import { interruptedAnswer } from '../context.ts';
+import type { ShownMessage } from '../conversation-view.ts';
+import type { StoredMessageRow } from '../stored-conversations.ts';
 
 export interface StoredRow {
   /** The message's number in its conversation. */
@@ -167,4 +169,33 @@ function parseRow(row: StoredRow): Message | string {
   return raw !== undefined && providerRawAgrees({ ...message, provider_raw: raw })
     ? { ...message, provider_raw: raw }
     : message;
+}
+
+/**
+ * The rows as the viewer shows them (conversation-view.ts): each kept message with its row, each damaged
+ * row in its place with why it is left out, and each closing note added on loading, which has no row.
+ */
+export function shownMessages(rows: StoredMessageRow[]): ShownMessage[] {
+  const history = readHistory(rows);
+  const damaged = new Map(history.damaged.map((d) => [d.seq, d.reason]));
+  const bySeq = new Map(rows.map((row) => [row.seq, row]));
+  const shown: ShownMessage[] = [];
+  let next = 0; // rows are in seq order, and so are the kept messages: one cursor walks the rows
+  const rowsBefore = (seq: number) => {
+    for (; next < rows.length && rows[next].seq < seq; next++) {
+      const reason = damaged.get(rows[next].seq);
+      if (reason) shown.push({ row: rows[next], leftOut: `left out: ${reason}` });
+    }
+  };
+  history.messages.forEach((message, i) => {
+    const seq = history.seqs[i];
+    if (seq === undefined)
+      return void shown.push({ message, leftOut: 'added when sent: the answer never came' });
+    rowsBefore(seq);
+    const row = bySeq.get(seq)!;
+    const note = row.storage_note ? `stored with changes: ${row.storage_note}` : undefined;
+    shown.push({ row, message, leftOut: note });
+  });
+  rowsBefore(Number.MAX_SAFE_INTEGER);
+  return shown;
 }

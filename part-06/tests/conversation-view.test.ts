@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
 import { describeMessage, listView, turnsView } from '../conversation-view.ts';
 import type { StoredMessageRow } from '../stored-conversations.ts';
-import { describeDamage, readHistory } from '../going-further/stored-history.ts';
+import { describeDamage, shownMessages } from '../going-further/stored-history.ts';
 
 /** Escape sequences, bidirectional overrides and invisible characters, raw. */
 const HIDDEN = /[\x1b\u009b\u200b\u200d\u202e]/;
@@ -66,7 +66,7 @@ describe('the views', () => {
       // A hand-edited row, left out: the reason quotes its role, which must not reorder the line.
       row(3, 'tool', { role: 'tool\u202e', content: 'x' }),
     ];
-    const shown = turnsView(conversation, rows, readHistory(rows)).join('\n');
+    const shown = turnsView(conversation, shownMessages(rows)).join('\n');
     expect(shown).not.toMatch(HIDDEN);
     expect(shown.split('\n')[0]).toMatch(
       /^Conversation a{32} of Eve\\u202eevil \(eve@exa\\u200bmple\.com\): /,

@@ -9,7 +9,7 @@ import { findConversation, newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { turnsView } from '../conversation-view.ts';
 import { describeConversation, loadRows } from '../stored-conversations.ts';
-import { readHistory, type Damage } from '../going-further/stored-history.ts';
+import { shownMessages, type Damage } from '../going-further/stored-history.ts';
 import { testSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -165,7 +165,7 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
 /** What show-conversation.ts <id> prints, built in-process from the same functions it uses. */
 async function shown(id: string): Promise<string> {
   const rows = await loadRows(id);
-  return turnsView((await describeConversation(id))!, rows, readHistory(rows)).join('\n');
+  return turnsView((await describeConversation(id))!, shownMessages(rows)).join('\n');
 }
 
 describe('show-conversation', () => {

@@ -6,14 +6,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, dbSettings, llmSettings, memorySettings } from '../../shared/config.ts';
+import { ConfigError, dbSettings, llmSettings } from '../../shared/config.ts';
 import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
-import { DEFAULT_BUDGET } from '../context.ts';
+import { memoryBudget } from '../context.ts';
 import { loadMessages } from '../memory.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { ensureDatabase } from '../setup-database.ts';
@@ -86,10 +86,10 @@ describe('settings that cannot work are the first and only thing said', () => {
 
 describe('a memory budget or a time limit that cannot work', () => {
   const bad: Array<[string, string, () => unknown, string]> = [
-    ['MEMORY_MAX_CHARS', 'abc', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '-1', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '1e12', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
-    ['MEMORY_RECENT_TURNS', '-1', () => memorySettings(DEFAULT_BUDGET), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '-1', () => memoryBudget(), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(), 'of at least 1'],
+    ['MEMORY_RECENT_TURNS', '-1', () => memoryBudget(), 'of at least 1'],
     ['LLM_TIMEOUT_SECONDS', '0', () => llmSettings(), 'from 1 to 86400'],
     ['DB_TIMEOUT_SECONDS', '0', () => dbSettings(), 'from 1 to 3600'],
   ];

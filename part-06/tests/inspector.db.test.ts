@@ -1,4 +1,3 @@
-import { memorySettings } from '../../shared/config.ts';
 // show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens, a full export.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +5,7 @@ import { query } from '../../shared/db.ts';
 import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { buildContext, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
+import { buildContext, memoryBudget, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
 import { contextView, turnsView } from '../conversation-view.ts';
 import {
   loadMessages,
@@ -17,7 +16,7 @@ import {
 } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { describeConversation, loadRows } from '../stored-conversations.ts';
-import { readHistory } from '../going-further/stored-history.ts';
+import { readHistory, shownMessages } from '../going-further/stored-history.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let db: ScratchDatabase;
@@ -61,7 +60,7 @@ function turn(n: number, size = 40): MessageToSave[] {
 /** What `show-conversation <id> --context` prints under `budget` (the script only adds the flags). */
 async function shownContext(id: string, budget: MemoryBudget = DEFAULT_BUDGET): Promise<string> {
   const rows = await loadRows(id);
-  return contextView(id, buildContext(readHistory(rows).messages, budget), rows).join('\n');
+  return contextView(id, buildContext(readHistory(rows).messages, budget)).join('\n');
 }
 
 async function conversation(...steps: MessageToSave[][]): Promise<string> {
@@ -176,7 +175,7 @@ describe('show-conversation --context, turn by turn', () => {
     const saved = { ...process.env };
     try {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
-      const shown = await shownContext(id, memorySettings(DEFAULT_BUDGET).budget);
+      const shown = await shownContext(id, memoryBudget());
       expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
         expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
@@ -190,7 +189,7 @@ describe('show-conversation --context, turn by turn', () => {
           MEMORY_RECENT_TURNS: '',
           [name]: value,
         });
-        expect(() => memorySettings(DEFAULT_BUDGET).budget).toThrow(
+        expect(() => memoryBudget()).toThrow(
           `${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`,
         );
       }
@@ -236,7 +235,7 @@ describe('show-conversation <id>', () => {
     const id = await conversation(turn(1), turn(2));
     const rows = await loadRows(id);
     const shown = {
-      stdout: turnsView((await describeConversation(id))!, rows, readHistory(rows)).join('\n'),
+      stdout: turnsView((await describeConversation(id))!, shownMessages(rows)).join('\n'),
     };
     expect(shown.stdout.split('\n')[0]).toMatch(
       new RegExp(

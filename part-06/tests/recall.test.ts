@@ -1,10 +1,9 @@
 // Which customer notes go with a question, within their budget, and how they are framed: reference, never instructions.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, memorySettings } from '../../shared/config.ts';
-import { DEFAULT_BUDGET } from '../context.ts';
+import { ConfigError } from '../../shared/config.ts';
 import type { CustomerNote } from '../going-further/customer-notes.ts';
 import { notesView, recallView } from '../going-further/notes-view.ts';
-import { rankNotes, words } from '../going-further/recall.ts';
+import { notesBudget, rankNotes, words } from '../going-further/recall.ts';
 
 /** Notes as liveNotes returns them: newest first. */
 function notes(...texts: string[]): CustomerNote[] {
@@ -117,11 +116,11 @@ describe('MEMORY_NOTES_MAX_CHARS', () => {
     const before = process.env.MEMORY_NOTES_MAX_CHARS;
     try {
       delete process.env.MEMORY_NOTES_MAX_CHARS;
-      expect(memorySettings(DEFAULT_BUDGET).notesMaxChars).toBe(1500);
+      expect(notesBudget()).toBe(1500);
       process.env.MEMORY_NOTES_MAX_CHARS = '0';
-      expect(memorySettings(DEFAULT_BUDGET).notesMaxChars).toBe(0);
+      expect(notesBudget()).toBe(0);
       process.env.MEMORY_NOTES_MAX_CHARS = 'lots';
-      expect(() => memorySettings(DEFAULT_BUDGET).notesMaxChars).toThrow(
+      expect(() => notesBudget()).toThrow(
         new ConfigError(
           'MEMORY_NOTES_MAX_CHARS must be a whole number of at least 0 (it is "lots"). Fix it in .env.',
         ),

@@ -1,10 +1,10 @@
 // Going further: deletes conversations nobody has used for N days, with their messages and traces, and stale customer notes: `npx tsx prune.ts --days=90`.
-import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { logDir } from '../shared/config.ts';
-import { commandFor, displayPath } from '../shared/hints.ts';
-import { printable } from '../shared/text.ts';
-import { checkDatabase } from './setup-database.ts';
-import { planPrune, prune } from './going-further/retention.ts';
+import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import { logDir } from '../../shared/config.ts';
+import { commandFor, displayPath } from '../../shared/hints.ts';
+import { printable } from '../../shared/text.ts';
+import { checkDatabase } from '../setup-database.ts';
+import { planPrune, prune } from './retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
 

@@ -1,10 +1,10 @@
 // Going further: lists what Nimbus keeps about one customer across conversations: `npx tsx show-notes.ts --customer=<email>`.
-import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { commandFor } from '../shared/hints.ts';
-import { lookUpCustomer } from './session.ts';
-import { checkDatabase } from './setup-database.ts';
-import { allNotes } from './going-further/customer-notes.ts';
-import { notesView } from './going-further/notes-view.ts';
+import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { lookUpCustomer } from '../session.ts';
+import { checkDatabase } from '../setup-database.ts';
+import { allNotes } from './customer-notes.ts';
+import { notesView } from './notes-view.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
 

@@ -1,11 +1,11 @@
 // Going further: prints everything held about one customer as one JSON object: `npx tsx export-customer.ts --customer=<email>`.
-import { parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { logDir } from '../shared/config.ts';
-import { commandFor } from '../shared/hints.ts';
-import { printableJson } from '../shared/text.ts';
-import { lookUpCustomer } from './session.ts';
-import { checkDatabase } from './setup-database.ts';
-import { exportCustomer } from './going-further/customer-export.ts';
+import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import { logDir } from '../../shared/config.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { printableJson } from '../../shared/text.ts';
+import { lookUpCustomer } from '../session.ts';
+import { checkDatabase } from '../setup-database.ts';
+import { exportCustomer } from './customer-export.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
 

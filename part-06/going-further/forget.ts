@@ -1,11 +1,11 @@
 // Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's, notes too, with --customer=<email>.
-import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { logDir } from '../shared/config.ts';
-import { commandFor, displayPath } from '../shared/hints.ts';
-import { printable } from '../shared/text.ts';
-import { lookUpCustomer } from './session.ts';
-import { checkDatabase } from './setup-database.ts';
-import { forgetConversation, forgetCustomer, type Removed } from './going-further/retention.ts';
+import { conversationId, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import { logDir } from '../../shared/config.ts';
+import { commandFor, displayPath } from '../../shared/hints.ts';
+import { printable } from '../../shared/text.ts';
+import { lookUpCustomer } from '../session.ts';
+import { checkDatabase } from '../setup-database.ts';
+import { forgetConversation, forgetCustomer, type Removed } from './retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
        ${commandFor(import.meta.url, '--customer=<email>')}

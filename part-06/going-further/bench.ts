@@ -4,16 +4,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
-import { UsageError, parseFlags, runMain } from '../shared/cli.ts';
-import { memorySettings } from '../shared/config.ts';
-import { closePool, connectionOptions, explainDatabaseError } from '../shared/db.ts';
-import { commandFor } from '../shared/hints.ts';
-import type { Message } from '../shared/llm/index.ts';
-import { printable, printableJson } from '../shared/text.ts';
-import { buildContext, DEFAULT_BUDGET, type MemoryBudget } from './context.ts';
-import { loadMessages, newConversation, type Conversation, type StoredMessage } from './memory.ts';
-import { hardenedStore } from './going-further/hardened-store.ts';
-import { splitSqlStatements } from './split-sql.ts';
+import { UsageError, parseFlags, runMain } from '../../shared/cli.ts';
+import { closePool, connectionOptions, explainDatabaseError } from '../../shared/db.ts';
+import { commandFor } from '../../shared/hints.ts';
+import type { Message } from '../../shared/llm/index.ts';
+import { printable, printableJson } from '../../shared/text.ts';
+import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
+import { loadMessages, newConversation, type Conversation, type StoredMessage } from '../memory.ts';
+import { hardenedStore } from './hardened-store.ts';
+import { splitSqlStatements } from '../split-sql.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]')}
 
@@ -35,7 +34,7 @@ await runMain(async () => {
     );
   const runs = Number(values.runs);
   // The budget the chat would use: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS from .env, or the defaults.
-  const { budget } = memorySettings(DEFAULT_BUDGET);
+  const budget = memoryBudget();
   const log = values.json ? () => {} : (line: string) => console.error(line);
 
   const database = `nimbus_bench_${Date.now().toString(36)}`;
@@ -59,7 +58,7 @@ await runMain(async () => {
   try {
     await admin.query(`USE \`${database}\``);
     for (const statement of splitSqlStatements(
-      await readFile(path.join(HERE, 'schema.sql'), 'utf8'),
+      await readFile(path.join(HERE, '..', 'schema.sql'), 'utf8'),
     ))
       await admin.query(statement);
     await admin.query(

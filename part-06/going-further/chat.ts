@@ -1,0 +1,134 @@
+// Going further: the full Nimbus chat. The chapter's agent and memory, with streamed answers, customer notes, one question at a time and everything that makes a chat survive real use.
+import { conversationId, dim, parseFlags, runMain } from '../../shared/cli.ts';
+import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
+import { DatabaseCancelled, DatabaseError } from '../../shared/db.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { printable } from '../../shared/text.ts';
+import { memoryBudget } from '../context.ts';
+import { runAgent, type AgentOptions } from '../agent.ts';
+import { findConversation, newConversation, type Conversation } from '../memory.ts';
+import { describeCustomer, signIn, type Customer } from '../session.ts';
+import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './conversation-lock.ts';
+import { storeAndTools } from './agent-setup.ts';
+import { ensureFullDatabase } from './database-setup.ts';
+import { ConversationDeleted } from './hardened-store.ts';
+import { offerToBuildIndex } from './index-offer.ts';
+import { LineInput } from './line-input.ts';
+import { answerPrinter, CANCELLED_BEFORE_START } from './answer-printer.ts';
+import { checkQuestion, QuestionTooLong } from './question-limit.ts';
+import { notesBudget } from './recall.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
+
+Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every exchange is saved;
+continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
+leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed meanwhile); at an
+empty prompt it leaves. --quiet hides the step-by-step trace lines.`;
+
+/** Everything a question needs besides its text: who asks, where, and how the agent runs. */
+type Chat = { customer: Customer; conversation: Conversation; options: AgentOptions };
+
+await runMain(async () => {
+  const { values } = parseFlags({
+    options: {
+      quiet: { type: 'boolean', short: 'q' },
+      resume: { type: 'string' },
+      customer: { type: 'string' },
+    },
+  });
+  const resume =
+    values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
+  // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
+  const llm = llmSettings();
+  const logDir = ensureLogDir();
+  const budget = memoryBudget();
+  const notesMaxChars = notesBudget();
+  await ensureFullDatabase(console.error, llm);
+  const customer = await signIn(values.customer, customerEmail());
+  console.log(`Signed in as ${describeCustomer(customer)}.`);
+
+  let conversation = resume ? await findConversation(resume, customer.id) : undefined;
+  if (conversation) console.log(`Resuming conversation ${conversation.id}`);
+  else {
+    if (resume) console.log(`Conversation ${resume} was not found; starting a new one.`);
+    conversation = newConversation(customer.id);
+    console.log(`New conversation ${conversation.id}`);
+  }
+  // The hardened store, the customer's notes and their tools: going further, set up in one place.
+  const agent = { llm, logDir, quiet: values.quiet };
+  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
+  const chat: Chat = { customer, conversation, options };
+  const lines = new LineInput();
+  await offerToBuildIndex(llm, lines);
+  console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
+  await chatLoop(chat, lines);
+
+  // Only a saved conversation can be resumed, and only by its customer: a --customer goes in the hint.
+  const as =
+    values.customer === undefined
+      ? ''
+      : ` --customer=${printable(customer.email, { singleLine: true })}`;
+  const resumeWith = commandFor(import.meta.url, `--resume=${chat.conversation.id}${as}`);
+  console.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
+}, USAGE);
+
+/** Reads questions until exit, Ctrl-D or the end of the input; Ctrl-C cancels the one in progress. */
+async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
+  let working: AbortController | undefined;
+  // Ctrl-C cancels the question in progress (and the line input drops the lines typed meanwhile).
+  lines.setInterruptHandler(() => {
+    working?.abort();
+    return working !== undefined;
+  });
+  try {
+    for (let line = await lines.next(); line !== undefined; line = await lines.next()) {
+      const question = line.trim();
+      if (/^(exit|quit)$/i.test(question)) return;
+      if (!question) continue;
+      working = new AbortController();
+      try {
+        await ask(question, chat, working.signal);
+      } finally {
+        working = undefined;
+      }
+    }
+    console.log(); // Ctrl-D or Ctrl-C left the cursor after "You: "
+  } finally {
+    lines.close();
+  }
+}
+
+/** One question. What goes wrong with it is said in one line and the chat goes on, except a setup problem. */
+async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<void> {
+  const out = answerPrinter(); // the answer as it streams in, the trace lines around it
+  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
+  try {
+    checkQuestion(question);
+    const options = {
+      ...chat.options,
+      signal,
+      callModel: out.callModel,
+      onTraceLine: out.traceLine,
+    };
+    const result = await withConversationLock(
+      chat.conversation.id,
+      () => runAgent(question, chat.customer, chat.conversation, options),
+      { signal, onWait },
+    );
+    out.finish(result);
+  } catch (error) {
+    out.breakLine();
+    if (error instanceof ConversationDeleted) {
+      chat.conversation = newConversation(chat.customer.id);
+      console.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
+      return ask(question, chat, signal);
+    }
+    if (error instanceof DatabaseCancelled) console.log(dim(`(${CANCELLED_BEFORE_START})\n`));
+    // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
+    else if (error instanceof QuestionTooLong || error instanceof DatabaseError) {
+      console.error(`${printable(error.message)}\n`);
+    }
+    // A wrong key or model name ends the chat: every further question would fail the same way.
+    else throw error;
+  }
+}

@@ -1,0 +1,38 @@
+// Going further: the reset the full Nimbus uses (`npm run setup`): the chapter's, after waiting for the questions being answered.
+import { confirmed, listing, parseFlags, runMain } from '../../shared/cli.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { llmSettingsOrError, logDir } from '../../shared/config.ts';
+import { planReset, resetDatabase } from '../setup-database.ts';
+import { deleteTraces } from '../trace.ts';
+import { lockConversations } from './conversation-lock.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
+
+Resets the database named by DB_NAME in .env: drops Nimbus's tables (going further's too), creates
+the chapter's again with the sample store, and indexes the help center. If the tables hold any rows,
+it first says what it would delete (with the conversations' trace files) and asks; --yes confirms
+without asking. Questions being answered are waited for. Every other command creates what is missing
+by itself: you only need this to start over.`;
+
+await runMain(async () => {
+  const { values } = parseFlags({ options: { yes: { type: 'boolean', short: 'y' } } });
+  const plan = await planReset();
+  // Every row counts, sample data too: a customer added or an order changed by hand would be lost.
+  if (plan.losses.length) {
+    console.log(
+      `Resetting database "${plan.database}" deletes ${listing(plan.losses)}, with their trace files.`,
+    );
+    const yes = commandFor(import.meta.url, '--yes');
+    if (!values.yes && !(await confirmed('Type yes to delete and reset: ', yes))) {
+      console.log('Nothing was changed.');
+      return 1;
+    }
+  }
+  // Questions being answered are waited for, and later ones find their conversation gone: none writes
+  // a message or a trace after the reset deleted them.
+  await resetDatabase(console.log, llmSettingsOrError(), (db) =>
+    lockConversations(db, plan.conversations),
+  );
+  const traces = deleteTraces(logDir(), plan.conversations);
+  if (traces) console.log(`Deleted ${traces} trace file${traces === 1 ? '' : 's'}.`);
+}, USAGE);

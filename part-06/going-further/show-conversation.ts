@@ -1,0 +1,100 @@
+// Going further: the chapter's viewer for the full Nimbus: damaged rows shown in place, customer notes with the context, and --json.
+import { conversationId, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { printable, printableJson } from '../../shared/text.ts';
+import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
+import { contextView, listView, turnsView } from '../conversation-view.ts';
+import { checkDatabase } from '../setup-database.ts';
+import { describeConversation, listConversations, loadRows } from '../stored-conversations.ts';
+import { exportConversation } from './customer-export.ts';
+import { recallView } from './notes-view.ts';
+import { notesBudget, recallNotes } from './recall.ts';
+import { readHistory, shownMessages } from './stored-history.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
+       ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
+       ${commandFor(import.meta.url, '<id> --json')}              the whole stored conversation as one JSON object
+       ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
+       ${commandFor(import.meta.url, '<id> --context --json')}    the exact messages that will be sent
+       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
+       ${commandFor(import.meta.url, '<id> --context --question="…"')}    customer notes ranked for that question
+
+--budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2);
+the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).
+This is an operator's tool: it shows any customer's conversation, and whose it is.`;
+
+await runMain(async () => {
+  const { values, positionals } = parseFlags({
+    options: {
+      context: { type: 'boolean' },
+      json: { type: 'boolean' },
+      budget: { type: 'string' },
+      recent: { type: 'string' },
+      question: { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  if (positionals.length > 1)
+    throw new UsageError(`Give one conversation id (got ${positionals.length} arguments).`);
+  if (
+    positionals.length === 0 &&
+    (values.context || values.json || values.budget || values.recent)
+  ) {
+    throw new UsageError('--context, --json, --budget and --recent need a conversation id.');
+  }
+  if (
+    !values.context &&
+    (values.budget !== undefined || values.recent !== undefined || values.question !== undefined)
+  )
+    throw new UsageError('--budget, --recent and --question go with --context.');
+  const configured = memoryBudget();
+  const notesMaxChars = notesBudget();
+  const budget: MemoryBudget = {
+    maxChars:
+      values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
+    recentTurns:
+      values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
+  };
+  await checkDatabase(); // read-only: never creates tables
+  if (positionals.length === 0) return listRecent();
+
+  const id = conversationId(positionals[0], 'show-conversation');
+  const conversation = await describeConversation(id);
+  if (!conversation) {
+    console.error(`Conversation ${id} was not found.`);
+    return 1;
+  }
+  // Rows are read defensively: a damaged one is shown as such instead of failing the view.
+  const rows = await loadRows(id);
+  const history = readHistory(rows);
+  if (values.context) {
+    const context = buildContext(history.messages, budget);
+    const notes = await recallNotes(conversation.customer_id, values.question, notesMaxChars);
+    if (values.json)
+      return void console.log(printableJson([...context.messages, ...notes.messages], 2));
+    console.log(contextView(id, context).join('\n'));
+    if (notes.notes.length) console.log(recallView(notes, values.question).join('\n'));
+    return;
+  }
+  if (values.json)
+    return void console.log(printableJson(exportConversation(conversation, rows, history), 2));
+  console.log(turnsView(conversation, shownMessages(rows)).join('\n'));
+}, USAGE);
+
+function wholeNumber(value: string, flag: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(value))
+    throw new UsageError(
+      `${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`,
+    );
+  return Number(value);
+}
+
+async function listRecent(): Promise<void> {
+  const conversations = await listConversations();
+  if (conversations.length === 0) {
+    return void console.log(
+      `No conversations yet. Start one with: ${commandFor(new URL('./chat.ts', import.meta.url))}`,
+    );
+  }
+  console.log(listView(conversations).join('\n'));
+}
