@@ -167,9 +167,20 @@ function optionalUrl(name: string): string | undefined {
   return value;
 }
 
-export interface DbSettings {
+export interface DbServer {
   host: string;
   port: number;
+}
+
+export interface DbSettings {
+  /** Where the first server to try is: messages name it. */
+  host: string;
+  port: number;
+  /**
+   * Every server to use, the preferred one first: DB_HOSTS for a cluster (host:port,host:port,…), else
+   * DB_HOST and DB_PORT. A server that does not answer is skipped for the next.
+   */
+  servers: DbServer[];
   user: string;
   password: string;
   database: string;
@@ -191,9 +202,11 @@ export function dbSettings(): DbSettings {
       `DB_NAME may only contain letters, digits and underscores (it is ${quoted(database)}). Fix it in .env.`,
     );
   }
+  const hosts = read('DB_HOSTS');
+  const servers = hosts ? serverList(hosts) : [{ host: read('DB_HOST') ?? '127.0.0.1', port }];
   return {
-    host: read('DB_HOST') ?? '127.0.0.1',
-    port,
+    ...servers[0],
+    servers,
     user: read('DB_USER') ?? 'root',
     // A password may legitimately be spaces, so it is not trimmed.
     password: process.env.DB_PASSWORD ?? '',
@@ -201,6 +214,20 @@ export function dbSettings(): DbSettings {
     // A frozen server or a dead network fails after this long instead of hanging (15 s by default).
     timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, 3600) * 1000,
   };
+}
+
+/** DB_HOSTS: "host:port,host:port,…", e.g. the nodes of a Galera cluster, the preferred one first. */
+function serverList(value: string): DbServer[] {
+  return value.split(',').map((entry) => {
+    const match = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(entry.trim());
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65535) {
+      throw new ConfigError(
+        `DB_HOSTS must list servers as host:port separated by commas, e.g. 127.0.0.1:3306,127.0.0.1:3307 (it is ${quoted(value)}). Fix it in .env.`,
+      );
+    }
+    return { host: match[1], port };
+  });
 }
 
 /** Where traces are written: logs/ at the repo root unless LOG_DIR says otherwise. */

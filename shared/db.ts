@@ -1,26 +1,39 @@
-// One MySQL connection pool per process, created on first use from the DB_* settings, with readable errors.
+// The database, for every part: a connection pool per server (one, or the nodes of a cluster), statements and transactions with every wait bounded and failures said in one sentence.
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
-import { dbSettings, type DbSettings } from './config.ts';
+import { dbSettings, type DbServer, type DbSettings } from './config.ts';
+import { DatabaseError, explainDatabaseError, isRetryable, notAnswered } from './db-errors.ts';
 
-/** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
-export class DatabaseError extends Error {
-  override name = 'DatabaseError';
+export { DatabaseError, explainDatabaseError } from './db-errors.ts';
+
+/** One server Nimbus may use, with its pool (opened on first use) and how long to skip it after a failure. */
+interface Server extends DbServer {
+  pool?: Pool;
+  skipUntil: number;
 }
 
-let pool: Pool | undefined;
-/** Every connection the pool opened, so closing can end them even when the server does not answer. */
+let servers: Server[] | undefined;
+/** Every connection the pools opened, so closing can end them even when a server does not answer. */
 const opened = new Set<{ destroy(): void }>();
 
 /** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
 const LOCK_WAIT_SECONDS = 5;
-/** How long closing the pool waits for the server's goodbye before it drops the connections. */
+/** How long closing the pools waits for the servers' goodbye before it drops the connections. */
 const CLOSE_WAIT_MS = 1000;
+/** How long a server that failed is passed over, when there are others to try. */
+const SKIP_MS = 5000;
+/** With other servers to try, how long to wait for a connection from one before moving on. */
+const SERVER_WAIT_MS = 5000;
+/** Tries of one statement or transaction when a failure proves nothing was done (see isRetryable). */
+const ATTEMPTS = 4;
 
-/** Connection options shared by the pool and by setup's server-level connection. */
-export function connectionOptions(settings: DbSettings = dbSettings()) {
+/** Connection options shared by the pools and by setup's server-level connection. */
+export function connectionOptions(
+  settings: DbSettings = dbSettings(),
+  server: DbServer = settings.servers[0],
+) {
   return {
-    host: settings.host,
-    port: settings.port,
+    host: server.host,
+    port: server.port,
     user: settings.user,
     password: settings.password,
     charset: 'utf8mb4', // emoji need 4-byte UTF-8; MySQL's old "utf8" stops at 3 bytes
@@ -30,51 +43,80 @@ export function connectionOptions(settings: DbSettings = dbSettings()) {
   };
 }
 
-/** Makes a session give up on a lock after LOCK_WAIT_SECONDS. */
-const BOUND_LOCK_WAITS = `SET SESSION innodb_lock_wait_timeout = ${LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = ${LOCK_WAIT_SECONDS}`;
+/**
+ * What every new connection runs first: lock waits bounded, and on a cluster, reads that wait for
+ * every write the cluster already committed (wsrep_sync_wait), so a conversation's own last save is
+ * seen whichever node answers. A server that is not a Galera node ignores the second part.
+ */
+function sessionSetup(settings: DbSettings): string[] {
+  const bounded = `SET SESSION innodb_lock_wait_timeout = ${LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = ${LOCK_WAIT_SECONDS}`;
+  return settings.servers.length > 1 ? [bounded, 'SET SESSION wsrep_sync_wait = 1'] : [bounded];
+}
 
-function getPool(): Pool {
-  if (!pool) {
+function getServers(): Server[] {
+  servers ??= dbSettings().servers.map((server) => ({ ...server, skipUntil: 0 }));
+  return servers;
+}
+
+function poolOf(server: Server): Pool {
+  if (!server.pool) {
     const settings = dbSettings();
-    pool = mysql.createPool({
-      ...connectionOptions(settings),
+    server.pool = mysql.createPool({
+      ...connectionOptions(settings, server),
       database: settings.database,
-      connectionLimit: 4,
+      connectionLimit: 8,
     });
-    // Every new connection first bounds its lock waits; the driver runs this before any other statement.
-    pool.on('connection', (connection) => {
+    // Runs before any other statement on the connection: the driver queues commands in order.
+    server.pool.on('connection', (connection) => {
       opened.add(connection);
-      connection.query(BOUND_LOCK_WAITS);
+      // The driver hands over its own connection here, with the callback API.
+      const raw = connection as unknown as { query(sql: string, done: () => void): void };
+      for (const sql of sessionSetup(settings)) raw.query(sql, () => {}); // see sessionSetup
     });
   }
-  return pool;
+  return server.pool;
 }
 
-/** One connection to the server, not to a database (setup creates the database), with lock waits bounded too. */
+/** One connection to a server, not to a database (setup creates the database), the first that answers. */
 export async function connectToServer(): Promise<mysql.Connection> {
-  try {
-    const connection = await mysql.createConnection(connectionOptions());
-    await connection.query(BOUND_LOCK_WAITS);
-    return connection;
-  } catch (error) {
-    throw explainDatabaseError(error);
+  const settings = dbSettings();
+  let failure: unknown;
+  for (const server of settings.servers) {
+    try {
+      const connection = await mysql.createConnection(connectionOptions(settings, server));
+      for (const sql of sessionSetup(settings)) await connection.query(sql).catch(() => {});
+      return connection;
+    } catch (error) {
+      failure = error;
+    }
   }
+  throw explainDatabaseError(failure);
 }
 
-/** Runs one parameterised statement. Placeholders (?) keep customer text out of the SQL itself. */
+/**
+ * Runs one parameterised statement. Placeholders (?) keep customer text out of the SQL itself. A
+ * failure that proves the statement did nothing (a node not ready, a connection that dropped before it
+ * was sent) is tried again, on the next server if there is one; any other is said in one sentence.
+ */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
-  const connection = await getConnection();
-  try {
-    const [rows] = await connection.query({ sql, timeout: dbSettings().timeoutMs }, params);
-    return rows as T;
-  } catch (error) {
-    throw explainDatabaseError(error);
-  } finally {
-    connection.release();
+  const { timeoutMs } = dbSettings();
+  for (let attempt = 1; ; attempt++) {
+    const { connection, server } = await getConnection();
+    try {
+      const [rows] = await connection.query({ sql, timeout: timeoutMs }, params);
+      connection.release();
+      return rows as T;
+    } catch (error) {
+      drop(connection, server, error);
+      // A read that lost its connection did nothing either: it is read again.
+      const readOnly = /^\s*SELECT\b/i.test(sql);
+      if (attempt < ATTEMPTS && isRetryable(error, { readOnly })) continue;
+      throw explainDatabaseError(error);
+    }
   }
 }
 
-/** A wait for a lock was stopped by its signal (Ctrl-C): nothing was written. */
+/** A wait was stopped by its signal (Ctrl-C): nothing was written. */
 export class DatabaseCancelled extends Error {
   override name = 'DatabaseCancelled';
   constructor() {
@@ -83,106 +125,77 @@ export class DatabaseCancelled extends Error {
 }
 
 /**
+ * The server may have committed, but its answer never came (a timeout, a dropped connection, a frozen
+ * server): "nothing was written" would be a guess. The caller looks before it tries again.
+ */
+export class CommitUnknown extends DatabaseError {
+  override name = 'CommitUnknown';
+}
+
+/**
  * Runs fn inside one transaction: everything it wrote is committed together, or nothing is. A
- * transaction running past DB_TIMEOUT_SECONDS abandons its connection, which makes the server roll
- * back: a save stuck behind a lock or a frozen network never holds up the program.
+ * transaction another writer got in the way of (a deadlock, or on a cluster a certification conflict
+ * with another node), or whose server turned out not to be ready, is run again as a whole, fn
+ * included, so what fn read is read again. A transaction running past DB_TIMEOUT_SECONDS abandons its
+ * connection, which makes the server roll back; if that happens after COMMIT was sent, the outcome is
+ * unknown and said so (CommitUnknown).
  */
 export async function withTransaction<T>(
   fn: (connection: PoolConnection) => Promise<T>,
 ): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction(fn);
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !isRetryable(error, { readOnly: true })) throw explain(error);
+      // Two writers that collided would collide again at once: a short, random pause apart.
+      await new Promise((resolve) => setTimeout(resolve, attempt * (5 + Math.random() * 20)));
+    }
+  }
+}
+
+/** One try of a transaction. Errors before COMMIT mean nothing was written; errors after it are CommitUnknown. */
+async function transaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
   const { timeoutMs } = dbSettings();
-  const connection = await getConnection();
+  const { connection, server } = await getConnection();
+  const state = { phase: 'work' as 'work' | 'commit' };
   let abandoned = false;
   const abandon = () => {
     abandoned = true;
-    stopOnServer(connection);
+    stopOnServer(connection, server);
   };
   const work = async () => {
     await connection.beginTransaction();
     const result = await fn(connection);
+    state.phase = 'commit';
     await connection.commit();
     return result;
   };
   try {
-    return await unlessStopped(work(), { timeoutMs }, abandon);
+    const result = await unlessStopped(work(), { timeoutMs }, abandon);
+    connection.release();
+    return result;
   } catch (error) {
-    if (abandoned) throw notAnswered(`so nothing was written`);
-    await connection.rollback().catch(() => {});
-    throw explainDatabaseError(error);
-  } finally {
-    if (!abandoned) connection.release();
+    if (abandoned && state.phase === 'work') throw notAnswered('so nothing was written');
+    if (abandoned || (state.phase === 'commit' && lostConnection(error))) {
+      throw new CommitUnknown(
+        `The answer to a COMMIT never came from MySQL at ${server.host}:${server.port}: it may or may not have been saved.`,
+      );
+    }
+    if (!lostConnection(error)) await connection.rollback().catch(() => {});
+    drop(connection, server, error);
+    throw error;
   }
 }
 
-/** The lock was held elsewhere for longer than we were willing to wait. */
-export class LockBusy extends Error {
-  override name = 'LockBusy';
+/** A DatabaseError stays as it is; anything else the driver said becomes one sentence (or a bug passes). */
+function explain(error: unknown): unknown {
+  return error instanceof DatabaseError ? error : explainDatabaseError(error);
 }
 
-export interface LockOptions {
-  /** Ctrl-C: stops the wait for the lock (DatabaseCancelled). */
-  signal?: AbortSignal;
-  /** Called once when the lock is held elsewhere, before waiting for it: say what is being waited for. */
-  onWait?: () => void;
-}
-
-/**
- * Runs fn while holding a named lock (MySQL's GET_LOCK): one holder at a time across every process
- * using this server. The lock belongs to a connection, so a killed process releases it by itself
- * (and a dropped connection loses it: guarantees that must outlive the connection are checked where
- * the data is written). Waits at most `waitSeconds` (0: do not wait), then throws LockBusy.
- */
-export async function withNamedLock<T>(
-  name: string,
-  waitSeconds: number,
-  fn: () => Promise<T>,
-  options: LockOptions = {},
-): Promise<T> {
-  if (options.signal?.aborted) throw new DatabaseCancelled();
-  const connection = await getConnection();
-  let abandoned = false;
-  const abandon = () => {
-    abandoned = true;
-    stopOnServer(connection);
-  };
-  // Every statement on this connection is bounded by our own clock as well as the server's: a frozen
-  // server answers nothing at all, not even "the lock is busy".
-  const bounded = <R>(sql: string, params: unknown[], waitMs = 0): Promise<R> =>
-    unlessStopped(
-      connection.query(sql, params).then(([rows]) => rows as R),
-      { timeoutMs: waitMs + dbSettings().timeoutMs, signal: options.signal },
-      abandon,
-    );
-  const getLock = async (seconds: number) =>
-    (
-      await bounded<Array<{ got: number | null }>>(
-        'SELECT GET_LOCK(?, ?) AS got',
-        [name, seconds],
-        seconds * 1000,
-      )
-    )[0].got === 1;
-  try {
-    let got: boolean;
-    try {
-      got = await getLock(0);
-      if (!got && waitSeconds > 0) {
-        options.onWait?.();
-        got = await getLock(waitSeconds);
-      }
-    } catch (error) {
-      if (abandoned && options.signal?.aborted) throw new DatabaseCancelled();
-      if (abandoned) throw notAnswered('while waiting for a lock');
-      throw explainDatabaseError(error);
-    }
-    if (!got) throw new LockBusy(`Lock ${name} is held elsewhere.`);
-    try {
-      return await fn();
-    } finally {
-      await bounded('SELECT RELEASE_LOCK(?)', [name]).catch(() => {}); // a lost connection released it
-    }
-  } finally {
-    if (!abandoned) connection.release();
-  }
+/** The connection is gone (dropped, killed, never reached): its statement's outcome is not known. */
+function lostConnection(error: unknown): boolean {
+  return Boolean((error as { fatal?: boolean }).fatal);
 }
 
 /**
@@ -217,100 +230,74 @@ function unlessStopped<T>(
  * waiting on the server until the lock wait ends, so the server is told to end that session too
  * (as the mysql client does on Ctrl-C), which rolls back whatever it had not committed.
  */
-function stopOnServer(connection: PoolConnection): void {
+function stopOnServer(connection: PoolConnection, server: Server): void {
   const threadId = connection.threadId;
   connection.destroy();
-  getPool()
-    .query('KILL ?', [threadId])
-    .catch(() => {}); // already gone, or not ours to kill: the lock wait timeout still ends it
+  // Bounded, and never on a pool that was closed meanwhile (a new one would keep the process alive).
+  const kill = server.pool?.query({ sql: 'KILL ?', timeout: 2000 }, [threadId]);
+  kill?.catch(() => {}); // already gone, or not ours to kill: the lock wait timeout still ends it
+}
+
+/** A connection whose statement failed: back to its pool if it still works; if not, destroyed, and a server that is not ready is passed over for a while. */
+function drop(connection: PoolConnection, server: Server, error: unknown): void {
+  if (lostConnection(error) || notReady(error)) connection.destroy();
+  else connection.release();
+  if (notReady(error) || lostConnection(error)) skip(server);
+}
+
+/** A cluster node that is not part of the primary component (or not synced yet) answers 1047. */
+function notReady(error: unknown): boolean {
+  return (error as { errno?: number }).errno === 1047;
+}
+
+function skip(server: Server): void {
+  if ((servers?.length ?? 0) > 1) server.skipUntil = Date.now() + SKIP_MS;
 }
 
 /**
- * A connection from the pool, within DB_TIMEOUT_SECONDS. The wait is bounded by our own clock: when
- * every connection is stuck on a server that stopped answering, the pool would queue us forever.
+ * A connection from the first server that gives one within DB_TIMEOUT_SECONDS: the preferred one, or
+ * the next that answers while it is down. The wait is bounded by our own clock: when every connection
+ * is stuck on a server that stopped answering, a pool would queue us forever.
  */
-async function getConnection(): Promise<PoolConnection> {
-  const pending = getPool().getConnection();
-  let gaveUp = false;
-  const giveUp = () => {
-    gaveUp = true;
-    pending.then((late) => late.release()).catch(() => {}); // back to the pool if it comes after all
-  };
-  try {
-    return await unlessStopped(pending, { timeoutMs: dbSettings().timeoutMs }, giveUp);
-  } catch (error) {
-    if (gaveUp) throw notAnswered('so no connection to it was free');
-    throw explainDatabaseError(error);
+async function getConnection(): Promise<{ connection: PoolConnection; server: Server }> {
+  const { timeoutMs } = dbSettings();
+  const deadline = Date.now() + timeoutMs;
+  const all = getServers();
+  // Servers that failed a moment ago go last, not out: if all of them failed, all are tried again.
+  const order = [...all].sort(
+    (a, b) => Number(a.skipUntil > Date.now()) - Number(b.skipUntil > Date.now()),
+  );
+  let failure: unknown;
+  for (const server of order) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const wait = order.length > 1 ? Math.min(left, SERVER_WAIT_MS) : left;
+    const pending = poolOf(server).getConnection();
+    const giveUp = () => {
+      pending.then((late) => late.release()).catch(() => {}); // back to the pool if it comes after all
+    };
+    try {
+      return { connection: await unlessStopped(pending, { timeoutMs: wait }, giveUp), server };
+    } catch (error) {
+      failure = error;
+      skip(server);
+    }
   }
+  // Our own clock ran out ("stopped"): every server was frozen or every connection busy.
+  if (failure === undefined || (failure as Error).message === 'stopped')
+    throw notAnswered('so no connection to it was free');
+  throw explainDatabaseError(failure);
 }
 
 /**
- * Closes the pool so the process can end. A server that does not answer (frozen, or the network gone)
+ * Closes the pools so the process can end. A server that does not answer (frozen, or the network gone)
  * never says goodbye: after CLOSE_WAIT_MS the connections are dropped without it.
  */
 export async function closePool(): Promise<void> {
-  const closing = pool;
-  pool = undefined;
-  if (!closing) return;
-  const ended = closing.end().catch(() => {});
+  const closing = servers?.flatMap((server) => (server.pool ? [server.pool] : [])) ?? [];
+  servers = undefined;
+  const ended = Promise.all(closing.map((pool) => pool.end().catch(() => {})));
   await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
   for (const connection of opened) connection.destroy();
   opened.clear();
-}
-
-/** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
-function notAnswered(what: string): DatabaseError {
-  const { host, port, timeoutMs } = dbSettings();
-  return new DatabaseError(
-    `MySQL at ${host}:${port} did not answer within ${timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
-  );
-}
-
-/**
- * Turns the driver's connection errors into one sentence naming what to check.
- * Other errors (a bad query is a bug) are passed through unchanged.
- */
-export function explainDatabaseError(error: unknown): unknown {
-  if (!(error instanceof Error) || error instanceof DatabaseError) return error;
-  const code = (error as { code?: string }).code;
-  const { host, port, user, database } = dbSettings();
-  const where = `MySQL at ${host}:${port}`;
-  switch (code) {
-    case 'ETIMEDOUT':
-      // The connection never completed: nothing listening on a dropped network, or a server that
-      // accepts connections but is frozen. "Start the server" would mislead in the second case.
-      return new DatabaseError(
-        `${where} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and DB_HOST and DB_PORT in .env.`,
-      );
-    case 'ECONNREFUSED':
-    case 'EHOSTUNREACH':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'PROTOCOL_CONNECTION_LOST':
-      return new DatabaseError(
-        `Cannot reach ${where} (${code}). Start the database server, or check DB_HOST and DB_PORT in .env.`,
-      );
-    case 'ER_ACCESS_DENIED_ERROR':
-    case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user
-    case 'ER_DBACCESS_DENIED_ERROR':
-      return new DatabaseError(
-        `${where} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`,
-      );
-    case 'ER_BAD_DB_ERROR':
-      return new DatabaseError(
-        `Database "${database}" does not exist on ${where}. Run: npm run setup`,
-      );
-    case 'ER_NO_SUCH_TABLE':
-      return new DatabaseError(`${error.message} in ${where}. Run: npm run setup`);
-    case 'ER_LOCK_WAIT_TIMEOUT':
-      return new DatabaseError(
-        `${where} was busy: another session held a lock for more than ${LOCK_WAIT_SECONDS} s (ER_LOCK_WAIT_TIMEOUT).`,
-      );
-    case 'PROTOCOL_SEQUENCE_TIMEOUT':
-      return notAnswered('so the statement was given up');
-    case 'ER_NET_PACKET_TOO_LARGE':
-      return new DatabaseError(`${where} refused a statement larger than its max_allowed_packet.`);
-    default:
-      return error;
-  }
 }

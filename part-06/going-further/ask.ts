@@ -61,7 +61,7 @@ await runMain(async () => {
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
   const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   const result = await withConversationLock(
-    conversation.id,
+    conversation,
     () => runAgent(question, customer, conversation, options),
     { onWait },
   );

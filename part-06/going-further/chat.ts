@@ -111,7 +111,7 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
       onTraceLine: out.traceLine,
     };
     const result = await withConversationLock(
-      chat.conversation.id,
+      chat.conversation,
       () => runAgent(question, chat.customer, chat.conversation, options),
       { signal, onWait },
     );

@@ -3,13 +3,17 @@
 // - Bounded loading (load-context.ts): a question reads only the newest turns it needs.
 // - Defensive reading (stored-history.ts): a damaged row is left out and reported, never sent.
 // - Storable messages (storable.ts): what MariaDB would refuse is changed as little as possible, and noted.
-// - A deleted conversation (forget.ts, prune.ts) is never written again.
+// - A deleted conversation (forget.ts, prune.ts) is never written again, nor one whose question lost its
+//   lease (conversation-lock.ts): the lease is checked in the same transaction as the save.
+// - A save whose COMMIT got no answer (a timeout, a dropped connection) may have landed: before it is
+//   sent again, the store looks at the rows where it would be, so it is never stored twice or lost.
 // - Its place in the conversation: each save continues at the seq this process last saw. If another
 //   writer got there first (two windows, after the lock's connection dropped), the primary key
 //   (conversation_id, seq) refuses the insert, and the rest of this turn is stored as a turn of its
 //   own after the other's, its question repeated: turns never mix, and nothing a tool did is lost.
+import { isDeepStrictEqual } from 'node:util';
 import type { ResultSetHeader } from 'mysql2';
-import { DatabaseError, query, withTransaction } from '../../shared/db.ts';
+import { CommitUnknown, DatabaseError, query, withTransaction } from '../../shared/db.ts';
 import type { MemoryBudget } from '../context.ts';
 import {
   insertMessages,
@@ -18,6 +22,7 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
+import { LeaseLost, renew } from './conversation-lock.ts';
 import { loadContext, type LoadedContext } from './load-context.ts';
 import { storable } from './storable.ts';
 import type { Damage } from './stored-history.ts';
@@ -45,9 +50,10 @@ export function hardenedStore(
   budget: MemoryBudget,
   options: HardenedStoreOptions = {},
 ): HardenedStore {
-  // Per conversation: the seq of its last message as this process knows it, and the question of the
-  // turn being saved (repeated if the turn has to continue as a turn of its own).
-  const places = new Map<string, { lastSeq: number; question?: StoredMessage }>();
+  // Per conversation: the seq of its last message as this process knows it, the question of the turn
+  // being saved (repeated if the turn has to continue as a turn of its own), and a save whose COMMIT
+  // got no answer (the agent sends its messages again, first, with the next step).
+  const places = new Map<string, Place>();
 
   return {
     async loadContext(conversation) {
@@ -65,9 +71,29 @@ export function hardenedStore(
       places.set(conversation.id, place);
       const first = step[0]?.message;
       if (first?.role === 'user') place.question = first;
+      if (place.unknown) {
+        // Did the save whose answer never came land? Then those messages are already stored.
+        const landed = await stored(conversation.id, place.lastSeq, place.unknown);
+        if (landed) {
+          place.lastSeq += place.unknown.length;
+          conversation.saved = true;
+          step = step.slice(place.unknown.length);
+        }
+        place.unknown = undefined;
+        if (step.length === 0) return;
+      }
       try {
         await insertStep(conversation, place.lastSeq, step);
       } catch (error) {
+        if (error instanceof CommitUnknown) {
+          // As the rows would read back: storable, and through JSON (no undefined fields).
+          place.unknown = step.map(({ message }) =>
+            JSON.parse(JSON.stringify(storable(message).message)),
+          );
+          throw new CommitUnknown(
+            `${error.message} Nimbus looks before it saves again, so nothing is stored twice.`,
+          );
+        }
         if (!isDuplicate(error) || !place.question) throw error;
         // Another writer took our place: continue after its messages, as a turn of our own.
         place.lastSeq = await lastSeq(conversation.id);
@@ -81,7 +107,32 @@ export function hardenedStore(
   };
 }
 
-/** One step in one transaction, numbered from lastSeq + 1; a deleted conversation refuses it. */
+interface Place {
+  lastSeq: number;
+  question?: StoredMessage;
+  /** The messages of a save whose COMMIT got no answer, as they would be stored. */
+  unknown?: StoredMessage[];
+}
+
+/** Whether these messages are stored right after `lastSeq`: a save whose answer was lost, found. */
+async function stored(
+  conversationId: string,
+  lastSeq: number,
+  messages: StoredMessage[],
+): Promise<boolean> {
+  const rows = await query<Array<{ data: string }>>(
+    `SELECT CAST(data AS CHAR) AS data FROM messages
+      WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    [conversationId, lastSeq, messages.length],
+  );
+  // Compared as values: MySQL 8 stores JSON with its keys reordered.
+  return (
+    rows.length === messages.length &&
+    rows.every((row, i) => isDeepStrictEqual(JSON.parse(row.data), messages[i]))
+  );
+}
+
+/** One step in one transaction, numbered from lastSeq + 1; a deleted conversation, or a lost lease, refuses it. */
 async function insertStep(
   conversation: Conversation,
   lastSeq: number,
@@ -90,6 +141,7 @@ async function insertStep(
   // Each message is made storable first; what had to change is kept in storage_note.
   const rows = step.map(({ message, cost }) => ({ ...storable(message), cost }));
   await withTransaction(async (db) => {
+    if (!(await renew(conversation.id, db))) throw new LeaseLost(conversation.id);
     if (conversation.saved) {
       const [update] = await db.query<ResultSetHeader>(
         'UPDATE conversations SET updated_at = NOW(3) WHERE id = ?',

@@ -8,7 +8,13 @@ import type { ResultSetHeader } from 'mysql2';
 import { query } from '../../shared/db.ts';
 import { describeConversation, type ConversationSummary } from '../stored-conversations.ts';
 import { conversationTraceFile } from '../trace.ts';
-import { ConversationBusy, withConversationLock } from './conversation-lock.ts';
+import {
+  ConversationBusy,
+  leasedConversations,
+  takeLeases,
+  withConversationLock,
+  type LeaseTarget,
+} from './conversation-lock.ts';
 import {
   forgetSource,
   notesFromConversation,
@@ -26,38 +32,64 @@ export interface Removed {
 }
 
 /**
- * Deletes one conversation, its messages, the notes learned in it and its trace file. A question
- * being answered in it is waited for (at most 30 s), so a chat never writes to a conversation after
- * it was deleted. Undefined when there was nothing to delete.
+ * Deletes one conversation, its messages, the notes learned in it and its trace file. A question being
+ * answered in it is waited for (at most 30 s, then its lease is taken from it, so it saves nothing
+ * more): nothing deleted here is written again. Undefined when there was nothing to delete.
  */
 export async function forgetConversation(
   logDir: string,
   conversationId: string,
 ): Promise<Removed | undefined> {
-  return withConversationLock(conversationId, async () => {
-    const found = await describeConversation(conversationId);
+  const found = await describeConversation(conversationId);
+  const inFlight = (await leasedConversations()).find((c) => c.id === conversationId);
+  const customerId = found?.customer_id ?? inFlight?.customerId;
+  if (customerId === undefined) {
+    const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversationId)]);
+    return traceFile ? { conversationId, messages: 0, notes: 0, traceFile } : undefined;
+  }
+  const release = await takeLeases([{ id: conversationId, customerId }], { takeOver: true });
+  try {
     // The customer said them here: forgetting what was said forgets them, in every trace too.
     const learned = await notesFromConversation(conversationId);
     const notes = learned ? (await forgetNotes(logDir, learned.customerId, learned.ids)).length : 0;
+    const messages = (await describeConversation(conversationId))?.messages ?? 0;
     await deleteConversation(conversationId);
     const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversationId)]);
-    if (!found && !traceFile && !notes) return undefined;
-    return { conversationId, messages: found?.messages ?? 0, notes, traceFile };
-  });
+    if (!found && !traceFile && !notes && !messages) return undefined;
+    return { conversationId, messages, notes, traceFile };
+  } finally {
+    await release();
+  }
 }
 
-/** Deletes every conversation and every note of one customer, everywhere (a data-deletion request). */
+/**
+ * Deletes every conversation and every note of one customer, everywhere (a data-deletion request).
+ * Questions being answered for them are waited for first (or their leases taken, see
+ * forgetConversation), new conversations included, so nothing deleted here is written again.
+ */
 export async function forgetCustomer(
   logDir: string,
   customerId: number,
 ): Promise<{ conversations: Removed[]; notes: number }> {
-  const notes = (await forgetNotes(logDir, customerId, 'all')).length;
-  const conversations: Removed[] = [];
-  for (const id of await conversationsOf(customerId)) {
-    const done = await forgetConversation(logDir, id);
-    if (done) conversations.push(done);
+  const targets = new Map<string, LeaseTarget>();
+  for (const id of await conversationsOf(customerId)) targets.set(id, { id, customerId });
+  for (const target of await leasedConversations(customerId)) targets.set(target.id, target);
+  const release = await takeLeases([...targets.values()], { takeOver: true });
+  try {
+    const notes = (await forgetNotes(logDir, customerId, 'all')).length;
+    const conversations: Removed[] = [];
+    // Listed again: a conversation saved while the leases were being taken goes too.
+    for (const id of new Set([...targets.keys(), ...(await conversationsOf(customerId))])) {
+      const messages = (await describeConversation(id))?.messages ?? 0;
+      const deleted = await deleteConversation(id);
+      const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, id)]);
+      if (deleted || traceFile)
+        conversations.push({ conversationId: id, messages, notes: 0, traceFile });
+    }
+    return { conversations, notes };
+  } finally {
+    await release();
   }
-  return { conversations, notes };
 }
 
 export interface PrunePlan {
@@ -104,7 +136,7 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
     try {
       // Never wait: a conversation in use right now is not stale, whatever its updated_at says.
       await withConversationLock(
-        conversation.id,
+        { id: conversation.id, customerId: conversation.customer_id },
         async () => {
           if (!(await deleteConversation(conversation.id, days))) return;
           // Its notes stay while questions still use them (they have their own clock, below).

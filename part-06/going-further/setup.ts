@@ -4,7 +4,7 @@ import { commandFor } from '../../shared/hints.ts';
 import { llmSettingsOrError, logDir } from '../../shared/config.ts';
 import { planReset, resetDatabase } from '../setup-database.ts';
 import { deleteTraces } from '../trace.ts';
-import { lockConversations } from './conversation-lock.ts';
+import { leasedConversations, takeLeases } from './conversation-lock.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 
@@ -28,11 +28,14 @@ await runMain(async () => {
       return 1;
     }
   }
-  // Questions being answered are waited for, and later ones find their conversation gone: none writes
-  // a message or a trace after the reset deleted them.
-  await resetDatabase(console.log, llmSettingsOrError(), (db) =>
-    lockConversations(db, plan.conversations),
-  );
-  const traces = deleteTraces(logDir(), plan.conversations);
+  // Questions being answered are waited for (new conversations too: their leases name them), or their
+  // leases taken: with the tables gone, none of them saves a message or a trace after the reset.
+  const inFlight = await leasedConversations().catch(() => []); // no such table: nothing in flight
+  await resetDatabase(console.log, llmSettingsOrError(), async () => {
+    const onWait = () => console.log(`Waiting for the questions being answered to finish…`);
+    await takeLeases(inFlight, { takeOver: true, onWait });
+  });
+  const ids = [...plan.conversations, ...inFlight.map((c) => c.id)];
+  const traces = deleteTraces(logDir(), ids);
   if (traces) console.log(`Deleted ${traces} trace file${traces === 1 ? '' : 's'}.`);
 }, USAGE);

@@ -36,7 +36,7 @@ export function testSession(
     options,
     ask: (question, extra = {}) =>
       withConversationLock(
-        session.conversation.id,
+        session.conversation,
         () => runAgent(question, customer, session.conversation, { ...options, ...extra }),
         { signal: extra.signal },
       ),

@@ -1,0 +1,113 @@
+// What the database's failures mean: which ones prove nothing was done (so trying again is safe), and one sentence for each.
+import { dbSettings } from './config.ts';
+
+/** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
+export class DatabaseError extends Error {
+  override name = 'DatabaseError';
+}
+
+/**
+ * Whether a failed statement (or transaction) certainly did nothing, so running it again is safe:
+ * - a deadlock, or on a cluster a certification conflict with another node (1213): rolled back;
+ * - a cluster node that is not ready (1047): it refused the statement;
+ * - a connection found closed before the statement was sent;
+ * - with `readOnly` (a read, or a transaction that never reached COMMIT), a connection lost midway.
+ * A timeout is not among them: the server may still be working, and waiting again would double the wait.
+ */
+export function isRetryable(error: unknown, { readOnly }: { readOnly: boolean }): boolean {
+  const { errno, code, fatal, message } = error as {
+    errno?: number;
+    code?: string;
+    fatal?: boolean;
+    message?: string;
+  };
+  if (errno === 1213 || errno === 1047) return true;
+  if (!fatal || code === 'PROTOCOL_SEQUENCE_TIMEOUT') return false;
+  return readOnly || /closed state/.test(message ?? '');
+}
+
+/** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
+export function notAnswered(what: string): DatabaseError {
+  const { timeoutMs } = dbSettings();
+  return new DatabaseError(
+    `${where()} did not answer within ${timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
+  );
+}
+
+/** "MySQL at host:port", or for a cluster "The MySQL cluster in DB_HOSTS". */
+function where(): string {
+  const { host, port, servers } = dbSettings();
+  return servers.length > 1 ? 'The MySQL cluster in DB_HOSTS' : `MySQL at ${host}:${port}`;
+}
+
+/** The settings that say where the server is. */
+function whereSettings(): string {
+  return dbSettings().servers.length > 1 ? 'DB_HOSTS' : 'DB_HOST and DB_PORT';
+}
+
+/**
+ * Turns the driver's errors into one sentence naming what to check. Other errors (a bad query is a
+ * bug) are passed through unchanged.
+ */
+export function explainDatabaseError(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof DatabaseError) return error;
+  const explained = explain(error);
+  // The driver's own error stays attached, for whoever needs its code (a setup that may try again).
+  if (explained instanceof DatabaseError) explained.cause ??= error;
+  return explained;
+}
+
+function explain(error: Error): unknown {
+  const { code, errno, fatal } = error as { code?: string; errno?: number; fatal?: boolean };
+  const { user, database } = dbSettings();
+  const at = where();
+  switch (code) {
+    case 'ETIMEDOUT':
+      // The connection never completed: nothing listening on a dropped network, or a server that
+      // accepts connections but is frozen. "Start the server" would mislead in the second case.
+      return new DatabaseError(
+        `${at} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and ${whereSettings()} in .env.`,
+      );
+    case 'ECONNREFUSED':
+    case 'EHOSTUNREACH':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new DatabaseError(
+        `Cannot reach ${at} (${code}). Start the database server, or check ${whereSettings()} in .env.`,
+      );
+    case 'ER_ACCESS_DENIED_ERROR':
+    case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user
+    case 'ER_DBACCESS_DENIED_ERROR':
+      return new DatabaseError(
+        `${at} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`,
+      );
+    case 'ER_BAD_DB_ERROR':
+      return new DatabaseError(
+        `Database "${database}" does not exist on ${at}. Run: npm run setup`,
+      );
+    case 'ER_NO_SUCH_TABLE':
+      return new DatabaseError(`${error.message} in ${at}. Run: npm run setup`);
+    case 'ER_LOCK_WAIT_TIMEOUT':
+      return new DatabaseError(
+        `${at} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT).`,
+      );
+    case 'ER_LOCK_DEADLOCK':
+      return new DatabaseError(
+        `${at} kept refusing a change because another one (on a cluster, from another node) changed the same rows at the same moment; nothing of it was written. Try again.`,
+      );
+    case 'PROTOCOL_SEQUENCE_TIMEOUT':
+      return notAnswered('so the statement was given up');
+    case 'ER_NET_PACKET_TOO_LARGE':
+      return new DatabaseError(`${at} refused a statement larger than its max_allowed_packet.`);
+  }
+  if (errno === 1047)
+    return new DatabaseError(
+      `${at} is not ready to answer (1047: a cluster node that is not in the cluster's primary component). Check the cluster.`,
+    );
+  // The server was there and the connection broke (a restart, a KILL, a network blip): not "start it".
+  if (fatal)
+    return new DatabaseError(
+      `The connection to ${at} was lost (${code ?? error.message}) before the statement finished.`,
+    );
+  return error;
+}
