@@ -1,5 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
+import { CommitUnknown } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -55,7 +56,7 @@ export interface AgentResult {
   traceFile: string;
   /** The provider's own words when it failed (api_error, refused): for the person running Nimbus. */
   problem?: string;
-  /** Why some of this turn is not saved. The answer stands; the next question may not see it. */
+  /** Why some of this turn is not saved (or may not be). The answer stands; the next question may not see it. */
   saveError?: string;
 }
 
@@ -184,8 +185,10 @@ class TurnInProgress {
       this.unsaved = [];
       this.saveError = undefined;
     } catch (error) {
-      this.saveError = error instanceof Error ? error.message : String(error);
-      this.trace.event('save_failed', { step, message: this.saveError });
+      const message = error instanceof Error ? error.message : String(error);
+      // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
+      this.saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
+      this.trace.event('save_failed', { step, message });
     }
   }
 

@@ -65,7 +65,7 @@ await runMain(async () => {
     ),
   );
   if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
-  if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}`);
+  if (result.saveError) console.error(`${printable(result.saveError)}`);
   else if (conversation.saved) {
     // A conversation continues only as its customer: a --customer goes in the hint too.
     const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;

@@ -93,7 +93,7 @@ async function ask(
       console.log(dim('(Cancelled. The steps already done are saved.)'));
     else console.log(`Nimbus: ${printable(result.answer)}\n`);
     if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
-    if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
+    if (result.saveError) console.error(`${printable(result.saveError)}\n`);
   } catch (error) {
     if (!(error instanceof DatabaseError)) throw error; // a wrong key or model name ends the chat
     console.error(`${printable(error.message)}\n`);

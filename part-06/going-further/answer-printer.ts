@@ -48,7 +48,7 @@ export function answerPrinter() {
       console.log();
       // Not an outage: the provider called the request invalid, and its words say why.
       if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
-      if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}\n`);
+      if (result.saveError) console.error(`${printable(result.saveError)}\n`);
     },
   };
 }

@@ -80,7 +80,7 @@ function report(result: AgentResult, conversationId: string, as: string): number
   const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
   console.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, process.stderr));
   if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
-  if (result.saveError) console.error(`Not saved: ${printable(result.saveError)}`);
+  if (result.saveError) console.error(`${printable(result.saveError)}`);
   else {
     const followUp = commandFor(
       import.meta.url,

@@ -15,7 +15,13 @@
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
-import { DatabaseCancelled, DatabaseError, query, withTransaction } from '../../shared/db.ts';
+import {
+  CommitUnknown,
+  DatabaseCancelled,
+  DatabaseError,
+  query,
+  withTransaction,
+} from '../../shared/db.ts';
 
 /** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
 export const LEASE_SECONDS = 30;
@@ -147,6 +153,16 @@ async function takeOne(target: LeaseTarget, holder: string, options: LeaseOption
  * the winner's row.
  */
 async function tryToTake(target: LeaseTarget, holder: string, force: boolean): Promise<boolean> {
+  try {
+    return await takeOrRead(target, holder, force);
+  } catch (error) {
+    if (!(error instanceof CommitUnknown)) throw error;
+    // Taking it again is harmless: if the first try landed, the row is ours already.
+    return takeOrRead(target, holder, force);
+  }
+}
+
+async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): Promise<boolean> {
   return withTransaction(async (db: PoolConnection) => {
     // MySQL applies the assignments in order: the second sees the holder the first chose.
     await db.query<ResultSetHeader>(

@@ -72,27 +72,20 @@ export function hardenedStore(
       const first = step[0]?.message;
       if (first?.role === 'user') place.question = first;
       if (place.unknown) {
-        // Did the save whose answer never came land? Then those messages are already stored.
-        const landed = await stored(conversation.id, place.lastSeq, place.unknown);
-        if (landed) {
-          place.lastSeq += place.unknown.length;
-          conversation.saved = true;
-          step = step.slice(place.unknown.length);
-        }
-        place.unknown = undefined;
+        // The save whose answer never came: if it landed, its messages (sent again first) are stored.
+        const count = place.unknown.length;
+        if (await settled(conversation, place)) step = step.slice(count);
         if (step.length === 0) return;
       }
       try {
         await insertStep(conversation, place.lastSeq, step);
       } catch (error) {
         if (error instanceof CommitUnknown) {
-          // As the rows would read back: storable, and through JSON (no undefined fields).
-          place.unknown = step.map(({ message }) =>
-            JSON.parse(JSON.stringify(storable(message).message)),
-          );
-          throw new CommitUnknown(
-            `${error.message} Nimbus looks before it saves again, so nothing is stored twice.`,
-          );
+          if (await landedAfterAll(conversation, place, step)) return;
+          await insertStep(conversation, place.lastSeq, step); // it did not land: saved now
+          place.lastSeq += step.length;
+          conversation.saved = true;
+          return;
         }
         if (!isDuplicate(error) || !place.question) throw error;
         // Another writer took our place: continue after its messages, as a turn of our own.
@@ -105,6 +98,41 @@ export function hardenedStore(
       conversation.saved = true;
     },
   };
+}
+
+/**
+ * A COMMIT got no answer: looks at once whether the step landed (on a cluster, through another node if
+ * need be). If even that fails, the step is remembered, to be looked for before the next save.
+ */
+async function landedAfterAll(
+  conversation: Conversation,
+  place: Place,
+  step: MessageToSave[],
+): Promise<boolean> {
+  // As the rows would read back: storable, and through JSON (no undefined fields).
+  place.unknown = step.map(({ message }) => JSON.parse(JSON.stringify(storable(message).message)));
+  try {
+    return await settled(conversation, place);
+  } catch (error) {
+    const why = error instanceof Error ? ` (${error.message})` : '';
+    throw new CommitUnknown(
+      `MySQL never answered the COMMIT of this step, so it may have been saved or not, and asking again failed${why}. Nimbus looks before it saves again, so nothing is stored twice.`,
+    );
+  }
+}
+
+/**
+ * Looks whether the save whose COMMIT got no answer landed, and settles the place either way: true if
+ * it did (the conversation then has those messages), false if not (they can be saved again).
+ */
+async function settled(conversation: Conversation, place: Place): Promise<boolean> {
+  const landed = await stored(conversation.id, place.lastSeq, place.unknown!);
+  if (landed) {
+    place.lastSeq += place.unknown!.length;
+    conversation.saved = true;
+  }
+  place.unknown = undefined;
+  return landed;
 }
 
 interface Place {

@@ -1,4 +1,4 @@
-// Test helper: a TCP proxy in front of the database that a test can freeze, as a frozen server or a dead network would be.
+// Test helper: a TCP proxy in front of the database that a test can freeze, cut, or make lose the answer to a COMMIT.
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
@@ -8,6 +8,13 @@ export interface PausableProxy {
   freeze(): void;
   /** Everything held back passes again. */
   thaw(): void;
+  /**
+   * The next COMMIT reaches the server, which commits; its answer is dropped and the connection cut,
+   * as when a network fails or a timeout strikes just after COMMIT was sent.
+   */
+  loseNextCommitAnswer(): void;
+  /** Cuts every open connection now (a restart, a KILL, a network blip); new ones are served. */
+  cutAll(): void;
   close(): Promise<void>;
 }
 
@@ -19,14 +26,28 @@ export interface PausableProxy {
  */
 export async function startPausableProxy(host: string, port: number): Promise<PausableProxy> {
   let frozen = false;
+  let loseCommitAnswer = false;
   const pairs = new Set<[net.Socket, net.Socket]>();
   const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
   const server = net.createServer((client) => {
     const upstream = net.connect(port, host);
     const pair: [net.Socket, net.Socket] = [client, upstream];
     pairs.add(pair);
+    let cutAfterAnswer = false;
+    client.on('data', (chunk) => {
+      if (loseCommitAnswer && isCommit(chunk)) {
+        loseCommitAnswer = false;
+        cutAfterAnswer = true;
+      }
+    });
+    upstream.on('data', () => {
+      if (!cutAfterAnswer) return;
+      client.destroy(); // the server committed and answered; the answer never arrives
+      upstream.destroy();
+    });
     for (const [from, to] of [pair, [upstream, client] as const]) {
       from.on('data', (chunk) => {
+        if (from === upstream && cutAfterAnswer) return;
         if (frozen) held.push([to, chunk]);
         else to.write(chunk);
       });
@@ -47,6 +68,15 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
       frozen = false;
       for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
     },
+    loseNextCommitAnswer: () => {
+      loseCommitAnswer = true;
+    },
+    cutAll: () => {
+      for (const [client, upstream] of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
+    },
     close: () =>
       new Promise((resolve) => {
         for (const [client, upstream] of pairs) {
@@ -56,4 +86,13 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
         server.close(() => resolve());
       }),
   };
+}
+
+/** A MySQL packet carrying the statement COMMIT: 3 bytes of length, a sequence number, COM_QUERY (3), the text. */
+function isCommit(chunk: Buffer): boolean {
+  return (
+    chunk.length >= 5 &&
+    chunk[4] === 0x03 &&
+    /^commit\b/i.test(chunk.subarray(5).toString('latin1').trim())
+  );
 }
