@@ -1,5 +1,5 @@
 // Going further: the full Nimbus chat. The chapter's agent and memory, with streamed answers, customer notes, one question at a time and everything that makes a chat survive real use.
-import { conversationId, dim, parseFlags, runMain } from '../../shared/cli.ts';
+import { conversationId, dim, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
 import { DatabaseCancelled, DatabaseError } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
@@ -36,6 +36,12 @@ await runMain(async () => {
       customer: { type: 'string' },
     },
   });
+  // `npm run chat --resume=<id>` (no `--`): npm keeps the option for itself, as npm_config_resume.
+  const npmKept = process.env.npm_config_resume;
+  if (values.resume === undefined && npmKept !== undefined)
+    throw new UsageError(
+      `npm kept --resume for itself: put -- before it, as in npm run chat -- --resume=${printable(npmKept, { singleLine: true })}`,
+    );
   const resume =
     values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.

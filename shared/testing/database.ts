@@ -13,7 +13,8 @@ export interface ScratchDatabase {
  * own code — setup, tools, memory — runs against it unchanged. Subprocesses get it via `env()`.
  */
 export async function createScratchDatabase(): Promise<ScratchDatabase> {
-  const name = `nimbus_test_${randomBytes(5).toString('hex')}`;
+  // TEST_DB_PREFIX: on a shared server, a prefix of your own keeps the tests' databases apart.
+  const name = `${process.env.TEST_DB_PREFIX || 'nimbus_test_'}${randomBytes(5).toString('hex')}`;
   const admin = await mysql.createConnection(connectionOptions());
   try {
     await admin.query(
