@@ -32,7 +32,10 @@ export function chapterDiff(
   const order = readingOrder(sources);
   const extras = order.filter((file) => changed.has(file) && isExtra(file));
   const codeOrder = order.filter((file) => changed.has(file) && !isExtra(file));
-  const sections = [...readingPath(toDir, codeOrder), { title: '', files: all ? extras : [] }];
+  const sections = [
+    ...readingPath(toDir, codeOrder),
+    { title: '', files: all ? extras : [], shared: [] as string[] },
+  ];
   const diffs = new Map(
     sections
       .flatMap((section) => section.files)
@@ -44,11 +47,16 @@ export function chapterDiff(
   const code = files.filter((file) => !isExtra(file));
 
   const title = to === from + 1 ? `Chapter ${to}` : `${fromDir} → ${toDir}`;
-  const parts = sections.map(({ title: heading, files: inSection }) => {
+  const parts = sections.map(({ title: heading, files: inSection, shared }) => {
     const text = inSection.map((file) => diffs.get(file)).join('');
     if (!heading || !text) return text;
-    const added = text.split('\n').filter((line) => /^\+(?!\+\+ )/.test(line)).length;
-    return `\n==== ${heading}: ${added.toLocaleString('en-US')} lines added ====\n\n${text}`;
+    // Counted as the chapter counts itself: every added line but blank ones.
+    const added = text.split('\n').filter((line) => /^\+(?!\+\+ )\s*\S/.test(line)).length;
+    // Code in shared/ that this group relies on: no part's diff shows it, so it is named here.
+    const alsoShared = shared.length
+      ? `Also in shared/, used by this group (shared by every part, so no diff shows it): ${shared.join(', ')}\n\n`
+      : '';
+    return `\n==== ${heading}: ${added.toLocaleString('en-US')} lines added (blank lines aside) ====\n\n${alsoShared}${text}`;
   });
   return { files, text: [`${summary(title, code, extras.length, all)}\n`, ...parts].join('') };
 }
@@ -61,7 +69,7 @@ export function chapterDiff(
 function readingPath(
   toDir: string,
   codeOrder: string[],
-): Array<{ title: string; files: string[] }> {
+): Array<{ title: string; files: string[]; shared: string[] }> {
   const readme = path.join(ROOT_DIR, toDir, 'README.md');
   const text = existsSync(readme) ? readFileSync(readme, 'utf8') : '';
   const changes =
@@ -69,13 +77,17 @@ function readingPath(
   const sections = changes
     .split(/^### /m)
     .slice(1)
-    .map((block) => ({
-      title: block.slice(0, block.indexOf('\n')).trim(),
-      files: [...block.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)]
-        .flatMap((match) => [...match[1].matchAll(/`([^`]+)`/g)].map((name) => name[1]))
-        .filter((file) => codeOrder.includes(file)),
-    }));
-  if (sections.length === 0) return [{ title: '', files: codeOrder }];
+    .map((block) => {
+      const named = [...block.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)].flatMap((match) =>
+        [...match[1].matchAll(/`([^`]+)`/g)].map((name) => name[1]),
+      );
+      return {
+        title: block.slice(0, block.indexOf('\n')).trim(),
+        files: named.filter((file) => codeOrder.includes(file)),
+        shared: named.filter((file) => file.startsWith('shared/')),
+      };
+    });
+  if (sections.length === 0) return [{ title: '', files: codeOrder, shared: [] }];
   const named = new Set(sections.flatMap((section) => section.files));
   sections.at(-1)!.files.push(...codeOrder.filter((file) => !named.has(file)));
   return sections;
