@@ -101,27 +101,6 @@ async function indexHelpCenter(
   }
 }
 
-/** For commands that only read: says which tables are missing, and how to create them, instead of creating them. */
-export async function checkDatabase(): Promise<void> {
-  const { database } = dbSettings();
-  const db = await connectToServer();
-  try {
-    const missing = await missingTables(db, database);
-    if (missing.length === TABLES.length) {
-      throw new DatabaseError(
-        `Database "${database}" has no Nimbus tables yet. Create them with: ${commandFor(new URL('./setup.ts', import.meta.url))}`,
-      );
-    }
-    if (missing.length) {
-      throw new DatabaseError(
-        `Database "${database}" has no ${missing.join(' or ')} table yet. Create ${missing.length === 1 ? 'it' : 'them'} with: ${commandFor(new URL('./setup.ts', import.meta.url))}`,
-      );
-    }
-  } finally {
-    await db.end();
-  }
-}
-
 /**
  * How the reset's question names each table's rows: "8 customers", with a table's parts in brackets
  * after it, "20 orders (25 order items)".

@@ -4,7 +4,6 @@ import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, listView, turnsView } from './conversation-view.ts';
-import { checkDatabase } from './setup-database.ts';
 import { describeConversation, listConversations, loadRows } from './stored-conversations.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
@@ -35,7 +34,6 @@ await runMain(async () => {
     maxChars: wholeNumber(values.budget, '--budget') ?? configured.maxChars,
     recentTurns: wholeNumber(values.recent, '--recent') ?? configured.recentTurns,
   };
-  await checkDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
 
   const id = conversationId(positionals[0], 'show-conversation');

@@ -1,5 +1,13 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import { closeSync, constants, openSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
@@ -35,16 +43,18 @@ export function conversationTraceFile(dir: string, conversationId: string): stri
 
 /** Deletes the trace files of these conversations (a reset); returns how many there were. */
 export function deleteTraces(dir: string, conversationIds: string[]): number {
-  let deleted = 0;
-  for (const id of conversationIds) {
-    try {
-      rmSync(conversationTraceFile(dir, id));
-      deleted++;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
+  return conversationIds.filter((id) => deleteTraceFile(conversationTraceFile(dir, id))).length;
+}
+
+/** Deletes one trace file; false if there was none. A link in its place goes itself: what it points to is not ours. */
+export function deleteTraceFile(file: string): boolean {
+  try {
+    unlinkSync(file); // never follows a link
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
   }
-  return deleted;
 }
 
 /**
@@ -62,6 +72,8 @@ export class Trace {
   private readonly onLine: (line: string) => void;
   private held = '';
   private failed = false;
+  /** The file was opened once: from then on it is never created again (see append). */
+  private opened = false;
 
   constructor(
     private readonly conversation: { id: string; saved: boolean },
@@ -91,32 +103,49 @@ export class Trace {
     if (text && !this.quiet) this.onLine(printable(text, { singleLine: true }));
   }
 
-  private append(line: string): void {
+  private append(lines: string): void {
     if (this.failed) return;
     try {
       makeFolders(path.dirname(this.file));
-      // Appending whole lines means a crash can cut the file short but never leave a half-written event.
+      // O_NOFOLLOW: a link put in the file's place is refused, never written through to where it points.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+      // O_CREAT only the first time: if the file is gone after that, an erasure deleted it, and nothing comes back.
       // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
-      const fd = openSync(
-        this.file,
-        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
-        0o600,
-      );
+      const flags =
+        constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+      const fd = openSync(this.file, this.opened ? flags : flags | constants.O_CREAT, 0o600);
+      this.opened = true;
       try {
-        writeSync(fd, line);
+        appendWhole(fd, lines);
       } finally {
         closeSync(fd);
       }
     } catch (error) {
       this.failed = true;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (this.opened && code === 'ENOENT') return; // erased while the question ran: stop quietly
       console.error(
         dim(
-          `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
+          `warning: could not write the trace ${this.file} (${code ?? error}); carrying on without it.`,
           process.stderr,
         ),
       );
     }
+  }
+}
+
+/**
+ * Appends whole lines or nothing. A full disk can write part of them: that part is cut off again, so
+ * the file never holds half an event with the next one glued onto it.
+ */
+function appendWhole(fd: number, lines: string): void {
+  const size = fstatSync(fd).size;
+  const bytes = Buffer.from(lines);
+  try {
+    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written);
+  } catch (error) {
+    ftruncateSync(fd, size);
+    throw error;
   }
 }
 

@@ -4,6 +4,7 @@
 // note is never read, changed or deleted here, and looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import { query, withTransaction } from '../../shared/db.ts';
+import { renew } from './conversation-lock.ts';
 
 /** The longest note: a sentence or two. Anything longer is not a note. */
 export const MAX_NOTE_CHARS = 300;
@@ -56,12 +57,16 @@ export async function allNotes(customerId: number): Promise<CustomerNote[]> {
 }
 
 export type SaveOutcome =
-  { outcome: 'saved' | 'repeated'; id: number } | { outcome: 'full' | 'past'; today: string };
+  | { outcome: 'saved' | 'repeated' | 'revived'; id: number }
+  | { outcome: 'full' | 'past'; today: string }
+  | { outcome: 'erased' };
 
 /**
  * Keeps a note, once. The same words again (in any case) are the same note: its expiry becomes the
- * one said last. A customer at MAX_NOTES_PER_CUSTOMER keeps no new one, and an expiry before today
- * is refused, with today's date for the model to ask the customer again.
+ * one said last, and an expired one is revived, said again today in this conversation. A new or
+ * revived note counts against MAX_NOTES_PER_CUSTOMER: past it, nothing is kept ('full'). An expiry
+ * before today is refused, with today's date for the model to ask the customer again. 'erased': the
+ * conversation was erased while the question was answered (its lease was taken), so nothing is kept.
  */
 export async function saveNote(
   customerId: number,
@@ -70,26 +75,40 @@ export async function saveNote(
   expiresOn: string | null,
 ): Promise<SaveOutcome> {
   return withTransaction(async (db) => {
-    // Lock the customer's row: two questions saving at once take turns, so the cap holds.
-    await db.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
-    const [[state]] = await db.query<
-      Array<{ today: string; live: number; same: number | null } & RowDataPacket>
-    >(
+    if (!(await renew(conversationId, db))) return { outcome: 'erased' };
+    // First a write to the customer's guard row (customer-memory.sql says why a write and not a lock).
+    // Written before anything is read, so the reads below see every save committed before this one.
+    await db.query(
+      `INSERT INTO customer_note_guards (customer_id, changes) VALUES (?, 1)
+       ON DUPLICATE KEY UPDATE changes = changes + 1`,
+      [customerId],
+    );
+    const [[state]] = await db.query<Array<NoteState & RowDataPacket>>(
       `SELECT DATE_FORMAT(CURRENT_DATE, '%Y-%m-%d') AS today,
               (SELECT COUNT(*) FROM customer_notes WHERE customer_id = ? AND ${LIVE}) AS live,
-              (SELECT id FROM customer_notes WHERE customer_id = ? AND text = ?) AS same`,
-      [customerId, customerId, text],
+              (SELECT id FROM customer_notes WHERE customer_id = ? AND text = ?) AS same,
+              (SELECT ${LIVE} FROM customer_notes WHERE customer_id = ? AND text = ?) AS same_live`,
+      [customerId, customerId, text, customerId, text],
     );
     if (expiresOn !== null && expiresOn < state.today)
       return { outcome: 'past', today: state.today };
-    if (state.same !== null) {
+    if (state.same !== null && state.same_live) {
       await db.query('UPDATE customer_notes SET expires_on = ? WHERE id = ?', [
         expiresOn,
         state.same,
       ]);
       return { outcome: 'repeated', id: state.same };
     }
+    // A new note, or an expired one coming back: either way one more that applies.
     if (state.live >= MAX_NOTES_PER_CUSTOMER) return { outcome: 'full', today: state.today };
+    if (state.same !== null) {
+      await db.query(
+        `UPDATE customer_notes SET conversation_id = ?, created_at = NOW(3), recalled_at = NULL,
+                expires_on = ? WHERE id = ?`,
+        [conversationId, expiresOn, state.same],
+      );
+      return { outcome: 'revived', id: state.same };
+    }
     const [inserted] = await db.query<ResultSetHeader>(
       `INSERT INTO customer_notes (customer_id, text, conversation_id, expires_on)
        VALUES (?, ?, ?, ?)`,
@@ -97,6 +116,16 @@ export async function saveNote(
     );
     return { outcome: 'saved', id: inserted.insertId };
   });
+}
+
+/** What saveNote reads once its guard row is written. */
+interface NoteState {
+  today: string;
+  /** Notes of the customer that still apply. */
+  live: number;
+  /** The note with the same words, if there is one, and whether it still applies. */
+  same: number | null;
+  same_live: number | null;
 }
 
 /** A deleted note: where it was said, so the trace lines of that question can go too. */

@@ -2,13 +2,41 @@
 import type mysql from 'mysql2/promise';
 import type { ConfigError, LlmSettings } from '../../shared/config.ts';
 import { DatabaseError } from '../../shared/db.ts';
-import { ensureDatabase, runSqlFile, withSetupConnection } from '../setup-database.ts';
+import { dbSettings } from '../../shared/config.ts';
+import { query } from '../../shared/db.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { ensureDatabase, runSqlFile, TABLES, withSetupConnection } from '../setup-database.ts';
+import { indexStoredMessages } from './past-conversations.ts';
 
 /** Going further's SQL files, and the tables each creates. */
 const FILES: Array<[file: string, tables: string[]]> = [
-  ['going-further/customer-memory.sql', ['customer_notes', 'message_text']],
+  [
+    'going-further/customer-memory.sql',
+    ['customer_notes', 'customer_note_guards', 'message_words'],
+  ],
   ['going-further/question-leases.sql', ['question_leases']],
 ];
+
+/**
+ * For commands that only read (the viewer, export, forget): says which tables are missing and how to
+ * create them, instead of creating them.
+ */
+export async function checkFullDatabase(): Promise<void> {
+  const { database } = dbSettings();
+  const rows = await query<Array<{ name: string }>>(
+    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
+    [database],
+  );
+  const existing = new Set(rows.map((row) => String(row.name)));
+  const missing = [...TABLES, ...FILES.flatMap(([, tables]) => tables)].filter(
+    (table) => !existing.has(table),
+  );
+  if (missing.length === 0) return;
+  const chat = commandFor(new URL('./chat.ts', import.meta.url));
+  throw new DatabaseError(
+    `Database "${database}" has no ${missing.join(' or ')} table yet: a first run of the chat creates ${missing.length === 1 ? 'it' : 'them'} (${chat}).`,
+  );
+}
 
 /**
  * Everything the full Nimbus needs: the chapter's tables (ensureDatabase), a messages table from an
@@ -55,6 +83,16 @@ async function setUp(log: (line: string) => void, llm?: LlmSettings | ConfigErro
       if (missing.length === 0) continue;
       log(`Database "${database}": creating ${missing.join(', ')}.`);
       await runSqlFile(db, file); // CREATE TABLE IF NOT EXISTS: the others are left alone
+      if (missing.includes('message_words')) {
+        const indexed = await indexStoredMessages(db);
+        if (indexed)
+          log(`Database "${database}": indexed the words of ${indexed} stored conversations.`);
+      }
+    }
+    if (existing.has('message_text')) {
+      // A copy of every question and answer that search used before message_words: nothing reads it now.
+      log(`Database "${database}": dropping message_text, the old copy of messages for searching.`);
+      await db.query('DROP TABLE message_text');
     }
   });
 }

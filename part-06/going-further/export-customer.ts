@@ -4,7 +4,7 @@ import { logDir } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printableJson } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
-import { checkDatabase } from '../setup-database.ts';
+import { checkFullDatabase } from './database-setup.ts';
 import { exportCustomer } from './customer-export.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
@@ -18,7 +18,7 @@ await runMain(async () => {
   const { values } = parseFlags({ options: { customer: { type: 'string' } } });
   if (values.customer === undefined)
     throw new UsageError('Say whose data to export: --customer=<email>.');
-  await checkDatabase();
+  await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
   console.log(printableJson(await exportCustomer(logDir(), customer), 2));
 }, USAGE);

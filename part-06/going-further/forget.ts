@@ -4,7 +4,7 @@ import { logDir } from '../../shared/config.ts';
 import { commandFor, displayPath } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
-import { checkDatabase } from '../setup-database.ts';
+import { checkFullDatabase } from './database-setup.ts';
 import { forgetConversation, forgetCustomer, type Removed } from './retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
@@ -12,8 +12,9 @@ const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
 
 Deletes a conversation, all its messages, the customer notes learned in it and its trace file under
 logs/, and says what it removed; with --customer, every conversation and every note of that customer
-(a request to delete their data). This is an operator's tool: it acts on any customer's
-conversations. A question being answered in a conversation is waited for, at most 30 s.`;
+(a request to delete their data, the same erasure as the customer's own forget_everything), naming
+the orders, refunds and support tickets the store keeps. This is an operator's tool: it acts on any
+customer's conversations. A question being answered in a conversation is waited for, at most 30 s.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
@@ -25,7 +26,7 @@ await runMain(async () => {
   if (values.customer === undefined && positionals.length !== 1)
     throw new UsageError('Give exactly one conversation id, or --customer=<email>.');
   const id = values.customer === undefined ? conversationId(positionals[0], 'forget') : undefined;
-  await checkDatabase();
+  await checkFullDatabase();
 
   if (id) {
     const removed = await forgetConversation(logDir(), id);
@@ -34,9 +35,13 @@ await runMain(async () => {
     return;
   }
   const customer = await lookUpCustomer(values.customer!);
-  const { conversations, notes } = await forgetCustomer(logDir(), customer.id);
+  const { conversations, notes, tickets } = await forgetCustomer(logDir(), customer.id);
   for (const r of conversations) report(r);
   const messages = conversations.reduce((sum, r) => sum + r.messages, 0);
+  const kept = tickets.length
+    ? ` and ${plural(tickets.length, 'support ticket')} (${tickets.map((id) => `#${id}`).join(', ')})`
+    : '';
+  console.log(`Kept their orders and refunds${kept}: the store's records, which it must keep.`);
   console.log(
     `Deleted ${plural(conversations.length, 'conversation')} (${plural(messages, 'message')}) and ${plural(notes, 'note')} of ${printable(customer.email, { singleLine: true })}.`,
   );

@@ -24,6 +24,7 @@ import {
 } from '../memory.ts';
 import { LeaseLost, renew } from './conversation-lock.ts';
 import { loadContext, type LoadedContext } from './load-context.ts';
+import { indexMessages } from './past-conversations.ts';
 import { storable } from './storable.ts';
 import type { Damage } from './stored-history.ts';
 
@@ -183,6 +184,9 @@ async function insertStep(
       ]);
     }
     await insertMessages(db, conversation.id, lastSeq + 1, rows);
+    // Their words, for search_past_conversations: stored with the messages, or not at all.
+    const messages = rows.map((row) => row.message);
+    await indexMessages(db, conversation.customerId, conversation.id, lastSeq + 1, messages);
   });
 }
 

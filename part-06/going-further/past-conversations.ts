@@ -1,15 +1,22 @@
-// Going further: finds a customer's earlier conversations by their words, with MySQL's FULLTEXT search.
+// Going further: finds a customer's earlier conversations by their words, through a word index of her own messages.
 //
-// FULLTEXT cannot index a JSON column, so the words of each question and answer are copied into
-// message_text (customer-memory.sql) when a search needs them: messages never change once saved, so
-// the copy never goes stale, and it is deleted with its message.
+// Each word of a question or an answer is kept in message_words (customer-memory.sql) with the
+// customer and the message, when the message is saved (hardened-store.ts calls indexMessages in the
+// same transaction) and deleted with it. A search reads only the searching customer's rows for its
+// words: it costs what her own history costs, however much other customers have said, and copies
+// nothing.
+import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { query } from '../../shared/db.ts';
 import { oneLine, shorten } from '../../shared/text.ts';
+import type { StoredMessage } from '../memory.ts';
+import { words } from './recall.ts';
 
 /** Conversations returned, and matching lines of each: enough to recognise one, small enough to send. */
 const MAX_CONVERSATIONS = 3;
 const MAX_LINES = 3;
 const MAX_LINE_CHARS = 200;
+/** Longer words are kept (and looked for) cut to this length: the column's. */
+const MAX_WORD_CHARS = 40;
 
 export interface PastConversation {
   conversation_id: string;
@@ -18,59 +25,129 @@ export interface PastConversation {
   lines: Array<{ said_by: 'customer' | 'nimbus'; text: string }>;
 }
 
-/** This customer's conversations that match `words`, best first, leaving out the one being had. */
+/**
+ * This customer's conversations that share words with `text`, best first, leaving out the one being
+ * had. A message scores by the words it shares, a word counting more the fewer of her messages hold
+ * it; a conversation ranks by its best message and shows its best lines, in the order they were said.
+ */
 export async function searchPastConversations(
   customerId: number,
-  words: string,
+  text: string,
   currentConversationId: string,
 ): Promise<PastConversation[]> {
-  await copyNewMessages(customerId);
-  // "Natural language mode" ranks by shared words, rare words counting more. The customer's own
-  // conversations only: `c.customer_id = ?` is the session's boundary, as in every tool.
+  const wanted = indexWords(text);
+  if (wanted.length === 0) return [];
+  // `customer_id = ?` is the session's boundary, as in every tool, and the index's first column.
+  // 1e0: a floating-point division (1 / n would be rounded to 4 decimals).
   const rows = await query<
     Array<{ conversation_id: string; date: string; role: string; text: string }>
   >(
-    `SELECT t.conversation_id, DATE_FORMAT(c.created_at, '%Y-%m-%d') AS date, t.role, t.text
-       FROM message_text t JOIN conversations c ON c.id = t.conversation_id
-      WHERE c.customer_id = ? AND c.id <> ? AND MATCH(t.text) AGAINST (? IN NATURAL LANGUAGE MODE)
-      ORDER BY MATCH(t.text) AGAINST (? IN NATURAL LANGUAGE MODE) DESC, t.conversation_id, t.seq
-      LIMIT 50`,
-    [customerId, currentConversationId, words, words],
+    `WITH counts AS (SELECT word, COUNT(*) AS n FROM message_words
+                      WHERE customer_id = ? AND word IN (?) GROUP BY word),
+          hits AS (SELECT w.conversation_id, w.seq, SUM(1e0 / counts.n) AS score
+                     FROM message_words w JOIN counts ON counts.word = w.word
+                    WHERE w.customer_id = ? AND w.conversation_id <> ?
+                    GROUP BY w.conversation_id, w.seq),
+          ranked AS (SELECT conversation_id, seq,
+                            MAX(score) OVER (PARTITION BY conversation_id) AS best,
+                            ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY score DESC, seq) AS line
+                       FROM hits)
+     SELECT r.conversation_id, DATE_FORMAT(c.created_at, '%Y-%m-%d') AS date, m.role,
+            JSON_UNQUOTE(JSON_EXTRACT(m.data, '$.content')) AS text
+       FROM ranked r
+       JOIN conversations c ON c.id = r.conversation_id AND c.customer_id = ?
+       JOIN messages m ON m.conversation_id = r.conversation_id AND m.seq = r.seq
+      WHERE r.line <= ?
+      ORDER BY r.best DESC, c.created_at DESC, r.conversation_id, r.seq
+      LIMIT ?`,
+    [
+      customerId,
+      wanted,
+      customerId,
+      currentConversationId,
+      customerId,
+      MAX_LINES,
+      MAX_CONVERSATIONS * MAX_LINES,
+    ],
   );
   const found = new Map<string, PastConversation>();
   for (const row of rows) {
-    let conversation = found.get(row.conversation_id);
-    if (!conversation) {
-      if (found.size === MAX_CONVERSATIONS) continue;
-      conversation = { conversation_id: row.conversation_id, date: row.date, lines: [] };
-      found.set(row.conversation_id, conversation);
-    }
-    if (conversation.lines.length < MAX_LINES)
-      conversation.lines.push({
-        said_by: row.role === 'user' ? 'customer' : 'nimbus',
-        text: shorten(oneLine(row.text), MAX_LINE_CHARS),
-      });
+    const conversation = found.get(row.conversation_id) ?? {
+      conversation_id: row.conversation_id,
+      date: row.date,
+      lines: [],
+    };
+    found.set(row.conversation_id, conversation);
+    conversation.lines.push({
+      said_by: row.role === 'user' ? 'customer' : 'nimbus',
+      text: shorten(oneLine(row.text), MAX_LINE_CHARS),
+    });
   }
   return [...found.values()];
 }
 
 /**
- * Copies the text of this customer's questions and answers not copied yet. IGNORE: two searches at
- * once may copy the same message, and a message deleted meanwhile (forget.ts) has nothing to copy.
- * Tool calls have no text (content ''), and tool results are the store's data, fetched fresh: neither
- * is copied.
+ * Adds the words of these messages, just inserted from `firstSeq` on, to the customer's index, in the
+ * saving transaction: a message and its words are stored together or not at all. Only questions and
+ * answers have words to find: a tool call has no text, and a tool result is the store's data, which the
+ * other tools fetch fresh.
  */
-async function copyNewMessages(customerId: number): Promise<void> {
-  await query(
-    `INSERT IGNORE INTO message_text (conversation_id, seq, role, text)
-     SELECT conversation_id, seq, role, text
-       FROM (SELECT m.conversation_id, m.seq, m.role,
-                    JSON_UNQUOTE(JSON_EXTRACT(m.data, '$.content')) AS text
-               FROM conversations c JOIN messages m ON m.conversation_id = c.id
-              WHERE c.customer_id = ? AND m.role IN ('user', 'assistant')
-                AND NOT EXISTS (SELECT 1 FROM message_text t
-                                 WHERE t.conversation_id = m.conversation_id AND t.seq = m.seq)) copied
-      WHERE text IS NOT NULL AND text <> ''`,
-    [customerId],
+export async function indexMessages(
+  db: Connection,
+  customerId: number,
+  conversationId: string,
+  firstSeq: number,
+  messages: StoredMessage[],
+): Promise<void> {
+  const rows = messages.flatMap((message, i) =>
+    message.role === 'user' || message.role === 'assistant'
+      ? indexWords(typeof message.content === 'string' ? message.content : '').map((word) => [
+          customerId,
+          word,
+          conversationId,
+          firstSeq + i,
+        ])
+      : [],
   );
+  if (rows.length)
+    await db.query('INSERT INTO message_words (customer_id, word, conversation_id, seq) VALUES ?', [
+      rows,
+    ]);
+}
+
+/**
+ * Indexes every question and answer already stored: run once, when message_words is created on a
+ * database that has conversations. IGNORE: a message a chat saved meanwhile was indexed by its own save.
+ */
+export async function indexStoredMessages(db: Connection): Promise<number> {
+  const [conversations] = await db.query<
+    Array<{ id: string; customer_id: number } & RowDataPacket>
+  >('SELECT id, customer_id FROM conversations');
+  for (const conversation of conversations) {
+    const [messages] = await db.query<Array<{ seq: number; text: string } & RowDataPacket>>(
+      `SELECT seq, JSON_UNQUOTE(JSON_EXTRACT(data, '$.content')) AS text FROM messages
+        WHERE conversation_id = ? AND role IN ('user', 'assistant')
+          AND JSON_TYPE(JSON_EXTRACT(data, '$.content')) = 'STRING'`,
+      [conversation.id],
+    );
+    const rows = messages.flatMap((message) =>
+      indexWords(message.text).map((word) => [
+        conversation.customer_id,
+        word,
+        conversation.id,
+        message.seq,
+      ]),
+    );
+    for (let i = 0; i < rows.length; i += 5000)
+      await db.query(
+        'INSERT IGNORE INTO message_words (customer_id, word, conversation_id, seq) VALUES ?',
+        [rows.slice(i, i + 5000)],
+      );
+  }
+  return conversations.length;
+}
+
+/** The words of a text as the index keeps them: recall's words (so "Lockers" finds "locker"), cut to the column's length. */
+function indexWords(text: string): string[] {
+  return [...new Set([...words(text)].map((word) => [...word].slice(0, MAX_WORD_CHARS).join('')))];
 }

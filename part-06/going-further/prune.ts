@@ -3,7 +3,7 @@ import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor, displayPath } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
-import { checkDatabase } from '../setup-database.ts';
+import { checkFullDatabase } from './database-setup.ts';
 import { planPrune, prune } from './retention.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
@@ -23,7 +23,7 @@ await runMain(async () => {
     );
   }
   const days = Number(values.days);
-  await checkDatabase();
+  await checkFullDatabase();
 
   const plan = await planPrune(logDir(), days);
   const dryRun = values['dry-run'] ?? false;

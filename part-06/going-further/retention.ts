@@ -2,14 +2,17 @@
 //
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.
-import { existsSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { query } from '../../shared/db.ts';
 import { describeConversation, type ConversationSummary } from '../stored-conversations.ts';
-import { conversationTraceFile } from '../trace.ts';
+import { conversationTraceFile, deleteTraceFile } from '../trace.ts';
 import {
   ConversationBusy,
+  LEASE_SECONDS,
+  leaseHolder,
   leasedConversations,
   takeLeases,
   withConversationLock,
@@ -44,7 +47,7 @@ export async function forgetConversation(
   const inFlight = (await leasedConversations()).find((c) => c.id === conversationId);
   const customerId = found?.customer_id ?? inFlight?.customerId;
   if (customerId === undefined) {
-    const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversationId)]);
+    const traceFile = deletedTrace(logDir, conversationId);
     return traceFile ? { conversationId, messages: 0, notes: 0, traceFile } : undefined;
   }
   const release = await takeLeases([{ id: conversationId, customerId }], { takeOver: true });
@@ -54,7 +57,7 @@ export async function forgetConversation(
     const notes = learned ? (await forgetNotes(logDir, learned.customerId, learned.ids)).length : 0;
     const messages = (await describeConversation(conversationId))?.messages ?? 0;
     await deleteConversation(conversationId);
-    const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversationId)]);
+    const traceFile = deletedTrace(logDir, conversationId);
     if (!found && !traceFile && !notes && !messages) return undefined;
     return { conversationId, messages, notes, traceFile };
   } finally {
@@ -62,34 +65,81 @@ export async function forgetConversation(
   }
 }
 
+/** What an erasure of a customer did, and what it kept. */
+export interface Erasure {
+  conversations: Removed[];
+  notes: number;
+  /** Their support tickets, kept: like their orders and refunds, the store's records, which it must keep. */
+  tickets: number[];
+}
+
 /**
- * Deletes every conversation and every note of one customer, everywhere (a data-deletion request).
+ * Deletes every conversation and every note of one customer, everywhere: a data-deletion request, from
+ * the operator (forget.ts --customer) or from the customer (forget_everything), the same either way.
  * Questions being answered for them are waited for first (or their leases taken, see
  * forgetConversation), new conversations included, so nothing deleted here is written again.
+ *
+ * `asking`: the conversation of the question that asked for it. That question holds its lease, so
+ * waiting for it would wait for itself: the lease is taken from it at once instead, and it goes with
+ * the rest. Whatever the question would still save, its answer included, is refused (LeaseLost).
  */
 export async function forgetCustomer(
   logDir: string,
   customerId: number,
-): Promise<{ conversations: Removed[]; notes: number }> {
+  asking?: string,
+): Promise<Erasure> {
   const targets = new Map<string, LeaseTarget>();
   for (const id of await conversationsOf(customerId)) targets.set(id, { id, customerId });
   for (const target of await leasedConversations(customerId)) targets.set(target.id, target);
+  if (asking) targets.delete(asking);
   const release = await takeLeases([...targets.values()], { takeOver: true });
+  const releaseAsking = asking ? await takeFromOwnQuestion(asking) : async () => {};
   try {
     const notes = (await forgetNotes(logDir, customerId, 'all')).length;
     const conversations: Removed[] = [];
     // Listed again: a conversation saved while the leases were being taken goes too.
-    for (const id of new Set([...targets.keys(), ...(await conversationsOf(customerId))])) {
+    const ids = [
+      ...targets.keys(),
+      ...(asking ? [asking] : []),
+      ...(await conversationsOf(customerId)),
+    ];
+    for (const id of new Set(ids)) {
       const messages = (await describeConversation(id))?.messages ?? 0;
       const deleted = await deleteConversation(id);
-      const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, id)]);
+      const traceFile = deletedTrace(logDir, id);
       if (deleted || traceFile)
         conversations.push({ conversationId: id, messages, notes: 0, traceFile });
     }
-    return { conversations, notes };
+    const tickets = await query<Array<{ id: number }>>(
+      'SELECT id FROM tickets WHERE customer_id = ? ORDER BY id',
+      [customerId],
+    );
+    return { conversations, notes, tickets: tickets.map((ticket) => ticket.id) };
   } finally {
+    await releaseAsking();
     await release();
   }
+}
+
+/**
+ * Takes the lease of a conversation from the question this process is answering in it, without
+ * waiting: its holder becomes the erasure's, so the question's next check of its lease fails and it
+ * saves nothing more. Returns the function that lets the lease go.
+ */
+async function takeFromOwnQuestion(conversationId: string): Promise<() => Promise<void>> {
+  const erasure = randomBytes(16).toString('hex');
+  await query(
+    `UPDATE question_leases SET holder = ?, expires_at = NOW(3) + INTERVAL ? SECOND
+      WHERE conversation_id = ? AND holder = ?`,
+    [erasure, LEASE_SECONDS, conversationId, leaseHolder(conversationId) ?? ''],
+  );
+  return async () => {
+    // If the database does not answer, the lease simply expires.
+    await query('DELETE FROM question_leases WHERE conversation_id = ? AND holder = ?', [
+      conversationId,
+      erasure,
+    ]).catch(() => {});
+  };
 }
 
 export interface PrunePlan {
@@ -111,12 +161,12 @@ export async function planPrune(logDir: string, days: number): Promise<PrunePlan
   for (const file of listTraceFiles(path.dirname(conversationTraceFile(logDir, 'x')))) {
     const id = path.basename(file, '.jsonl');
     if (expiring.has(id)) continue; // deleted with its conversation
-    if (statSync(file).mtimeMs < cutoff && !(await describeConversation(id)))
+    if (lstatSync(file).mtimeMs < cutoff && !(await describeConversation(id)))
       orphanTraces.push(file);
   }
   // Per-question traces written by the earlier chapters' ask.ts: they belong to no conversation.
   for (const file of listTraceFiles(path.join(logDir, 'traces'))) {
-    if (statSync(file).mtimeMs < cutoff) orphanTraces.push(file);
+    if (lstatSync(file).mtimeMs < cutoff) orphanTraces.push(file);
   }
   return { conversations, orphanTraces, notes: await staleNotes(days) };
 }
@@ -141,7 +191,7 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
           if (!(await deleteConversation(conversation.id, days))) return;
           // Its notes stay while questions still use them (they have their own clock, below).
           await forgetSource(conversation.id);
-          const [traceFile] = deleteTraceFiles([conversationTraceFile(logDir, conversation.id)]);
+          const traceFile = deletedTrace(logDir, conversation.id);
           result.removed.push({
             conversationId: conversation.id,
             messages: conversation.messages,
@@ -156,7 +206,7 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
       result.busy.push(conversation.id);
     }
   }
-  deleteTraceFiles(plan.orphanTraces);
+  for (const file of plan.orphanTraces) deleteTraceFile(file);
   // Customer by customer, since notes are deleted for one customer at a time.
   for (const customerId of new Set(plan.notes.map((note) => note.customer_id))) {
     const ids = plan.notes.filter((note) => note.customer_id === customerId).map((note) => note.id);
@@ -166,24 +216,10 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
   return result;
 }
 
-/** The trace files of these conversations that exist. */
-export function existingTraceFiles(logDir: string, conversationIds: string[]): string[] {
-  return conversationIds
-    .map((id) => conversationTraceFile(logDir, id))
-    .filter((file) => existsSync(file));
-}
-
-/** Deletes files that exist; returns the ones it deleted. */
-export function deleteTraceFiles(files: string[]): string[] {
-  return files.filter((file) => {
-    try {
-      unlinkSync(file);
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw error;
-    }
-  });
+/** Deletes a conversation's trace file; its path if there was one. */
+function deletedTrace(logDir: string, conversationId: string): string | undefined {
+  const file = conversationTraceFile(logDir, conversationId);
+  return deleteTraceFile(file) ? file : undefined;
 }
 
 function listTraceFiles(dir: string): string[] {

@@ -4,7 +4,7 @@ import { commandFor } from '../../shared/hints.ts';
 import { printable, printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView, listView, turnsView } from '../conversation-view.ts';
-import { checkDatabase } from '../setup-database.ts';
+import { checkFullDatabase } from './database-setup.ts';
 import { describeConversation, listConversations, loadRows } from '../stored-conversations.ts';
 import { exportConversation } from './customer-export.ts';
 import { recallView } from './notes-view.ts';
@@ -55,7 +55,7 @@ await runMain(async () => {
     recentTurns:
       values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
   };
-  await checkDatabase(); // read-only: never creates tables
+  await checkFullDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
 
   const id = conversationId(positionals[0], 'show-conversation');

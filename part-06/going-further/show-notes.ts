@@ -2,7 +2,7 @@
 import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { lookUpCustomer } from '../session.ts';
-import { checkDatabase } from '../setup-database.ts';
+import { checkFullDatabase } from './database-setup.ts';
 import { allNotes } from './customer-notes.ts';
 import { notesView } from './notes-view.ts';
 
@@ -16,7 +16,7 @@ await runMain(async () => {
   const { values } = parseFlags({ options: { customer: { type: 'string' } } });
   if (values.customer === undefined)
     throw new UsageError('Say whose notes to list: --customer=<email>.');
-  await checkDatabase();
+  await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
   console.log(notesView(customer, await allNotes(customer.id)).join('\n'));
 }, USAGE);
