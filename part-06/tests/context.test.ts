@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
 import {
   buildContext as buildContextWith,
+  closeTurn,
   compactTurn,
   DEFAULT_BUDGET as budget,
   interruptedAnswer,
@@ -14,9 +15,8 @@ import { randomConversation } from './random-conversations.ts';
 const { maxChars: MEMORY_MAX_CHARS, recentTurns: MEMORY_RECENT_TURNS } = budget;
 const buildContext = (messages: Message[]) => buildContextWith(messages, budget);
 
-/** What the budget measures, written out plainly: each turn's JSON plus one for its comma. */
-const measure = (turns: Message[][]) =>
-  turns.reduce((sum, turn) => sum + JSON.stringify(turn).length + 1, 0);
+/** What the budget measures, written out plainly: the JSON of the list of turns, brackets included. */
+const measure = (turns: Message[][]) => JSON.stringify(turns).length;
 
 /** How many turns met each fate. */
 function fates(context: Context) {
@@ -87,14 +87,41 @@ describe('compactTurn', () => {
 });
 
 describe('buildContext', () => {
-  it('handles an empty history', () => {
-    expect(buildContext([])).toEqual({ messages: [], budget, chars: 0, turns: [] });
+  it('handles an empty history: nothing sent, and the measure of an empty list', () => {
+    expect(buildContext([])).toEqual({ messages: [], budget, chars: 2, turns: [] });
+    expect(measure([])).toBe(2); // "[]"
   });
 
   it('keeps a single turn whole', () => {
     const context = buildContext(turn(1));
     expect(context.messages).toEqual(turn(1));
     expect(fates(context)).toEqual({ full: 1, compacted: 0, dropped: 0 });
+  });
+
+  it('closes a turn cut short after its question, so no question follows a question', () => {
+    const context = buildContext([user('Where is 1042?'), ...turn(2)]);
+    const note = { role: 'assistant', content: interruptedAnswer([user('Where is 1042?')]) };
+    expect(note.content).toBe('(This answer was interrupted. Done before that: nothing.)');
+    expect(context.messages.slice(0, 2)).toEqual([user('Where is 1042?'), note]);
+    expect(context.turns[0].turn).toEqual([user('Where is 1042?'), note]);
+    expect(context.chars).toBe(JSON.stringify([[user('Where is 1042?'), note], turn(2)]).length);
+  });
+
+  it('closes a turn cut short after its tool results with a note naming them, the newest turn too', () => {
+    const cut = [user('Where is 1043?'), call('c1'), result('c1')];
+    const context = buildContext(cut);
+    expect(context.messages).toEqual([
+      ...cut,
+      {
+        role: 'assistant',
+        content:
+          '(This answer was interrupted. Done before that: get_order_status → {"status":"delivered"}.)',
+      },
+    ]);
+    expect(context.turns[0]).toMatchObject({ fate: 'full', sent: context.messages });
+    expect(context.chars).toBe(JSON.stringify([context.messages]).length);
+    // A turn that ends with its answer is left as it is.
+    expect(closeTurn(turn(1))).toEqual(turn(1));
   });
 
   it('keeps the last two turns whole and compacts the ones before', () => {
@@ -131,13 +158,21 @@ describe('buildContext', () => {
   });
 });
 
+/** A turn that does not end with an answer (text, no tool calls) gets the interrupted note. */
+function closedPlainly(turn: Message[]): Message[] {
+  const last = turn[turn.length - 1];
+  const answered = last.role === 'assistant' && !(last.tool_calls && last.tool_calls.length);
+  return answered ? turn : [...turn, { role: 'assistant', content: interruptedAnswer(turn) }];
+}
+
 /** The rules as written in the chapter, implemented the plain (quadratic) way. */
 function reference(messages: Message[]): Message[] {
-  const turns: Message[][] = [];
+  const split: Message[][] = [];
   for (const m of messages) {
-    if (m.role === 'user' || turns.length === 0) turns.push([m]);
-    else turns[turns.length - 1].push(m);
+    if (m.role === 'user' || split.length === 0) split.push([m]);
+    else split[split.length - 1].push(m);
   }
+  const turns = split.map(closedPlainly);
   let shaped = turns.map((t, i) => {
     if (i >= turns.length - MEMORY_RECENT_TURNS) return t;
     const out: Message[] = t[0].role === 'user' ? [t[0]] : [];
@@ -154,7 +189,7 @@ describe('buildContext on 400 random conversations', () => {
   const seeds = Array.from({ length: 400 }, (_, i) => i + 1);
 
   it('matches the reference and keeps every invariant', () => {
-    const seen = { compacted: 0, dropped: 0, overBudgetAlone: 0, leadingNonUser: 0 };
+    const seen = { compacted: 0, dropped: 0, overBudgetAlone: 0, leadingNonUser: 0, closed: 0 };
     for (const seed of seeds) {
       const messages = randomConversation(seed, { maxTurns: seed % 4 === 0 ? 120 : 25 });
       const context = buildContext(messages);
@@ -169,14 +204,22 @@ describe('buildContext on 400 random conversations', () => {
       }
       expect([...calls].sort(), `seed ${seed}`).toEqual([...results].sort());
 
-      // The newest turns arrive verbatim (provider_raw and all).
+      // The newest turns arrive verbatim (provider_raw and all), closed when they were cut short.
       const input = splitIntoTurns(messages);
       const output = splitIntoTurns(context.messages);
       const recent = Math.min(MEMORY_RECENT_TURNS, output.length);
-      expect(output.slice(-recent), `seed ${seed}`).toEqual(input.slice(-recent));
+      expect(output.slice(-recent), `seed ${seed}`).toEqual(input.slice(-recent).map(closeTurn));
+      // No turn sent ends with a tool call or a tool result: a turn cut short was closed.
+      for (const t of context.turns.filter((t) => t.fate === 'full')) {
+        const last = t.sent.at(-1)!;
+        expect(last.role === 'assistant' && !last.tool_calls?.length, `seed ${seed}`).toBe(true);
+      }
 
-      // Within budget, unless a single turn is all that is left; and the size is measured as promised.
-      expect(context.chars).toBe(measure(output));
+      // Within budget, unless a single turn is all that is left; and the size is exactly the JSON
+      // of the turns sent, brackets included.
+      const sentTurns = context.turns.filter((t) => t.fate !== 'dropped').map((t) => t.sent);
+      expect(context.chars).toBe(JSON.stringify(sentTurns).length);
+      expect(context.chars).toBe(JSON.stringify(output).length);
       if (output.length > 1)
         expect(context.chars, `seed ${seed}`).toBeLessThanOrEqual(MEMORY_MAX_CHARS);
       const { full, compacted, dropped } = fates(context);
@@ -186,12 +229,14 @@ describe('buildContext on 400 random conversations', () => {
       if (dropped) seen.dropped++;
       if (context.chars > MEMORY_MAX_CHARS) seen.overBudgetAlone++;
       if (messages[0].role !== 'user') seen.leadingNonUser++;
+      if (input.some((t) => t !== closeTurn(t))) seen.closed++;
     }
     // The random corpus really exercises every rule (otherwise the checks above prove little).
     expect(seen.compacted).toBeGreaterThan(100);
     expect(seen.dropped).toBeGreaterThan(50);
     expect(seen.overBudgetAlone).toBeGreaterThan(5);
     expect(seen.leadingNonUser).toBeGreaterThan(20);
+    expect(seen.closed).toBeGreaterThan(100);
   });
 });
 
