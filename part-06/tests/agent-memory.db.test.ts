@@ -1,4 +1,4 @@
-// The agent with memory: each step saved as it completes, earlier turns sent back, fallbacks and interruptions stored as answers.
+// The chapter's agent with its plain store: each step saved as it completes, earlier turns sent back, fallbacks stored as answers, a turn cut short closed when it is loaded.
 import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { logDir } from '../../shared/config.ts';
@@ -13,11 +13,11 @@ import {
   STEP_LIMIT_ANSWER,
 } from '../agent.ts';
 import { interruptedAnswer } from '../context.ts';
-import { loadMessages } from '../memory.ts';
+import { loadMessages, saveMessages, type StoredMessage } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { conversationTraceFile } from '../trace.ts';
-import { testSession, type TestSession } from './test-session.ts';
+import { coreSession, type TestSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
@@ -43,7 +43,7 @@ const storedRoles = async () => (await loadRows(session.conversation.id)).map((r
 describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provider) => {
   beforeEach(async () => {
     fake.requests.length = 0;
-    session = testSession(maya, fake.llm(provider));
+    session = coreSession(maya, fake.llm(provider));
     await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
 
@@ -230,6 +230,58 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     );
     expect(count.n).toBe(1);
   });
+
+  // A turn left without its answer (a crash, Ctrl-C, older code): what the plain store reads back.
+  const question: StoredMessage = { role: 'user', content: 'Where is order 1042?' };
+  const lookup: StoredMessage[] = [
+    {
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id: 'call_1', name: 'get_order_status', arguments: { order_id: 1042 } }],
+    },
+    {
+      role: 'tool',
+      tool_call_id: 'call_1',
+      name: 'get_order_status',
+      content: '{"order_id":1042,"status":"shipped"}',
+    },
+  ];
+  it.each([
+    ['its question', [question]],
+    ['its tool results', [question, ...lookup]],
+  ])(
+    'closes a stored turn that ends with %s when it loads it: the next request is valid, and nothing is written for it',
+    async (_, cut) => {
+      await saveMessages(
+        session.conversation,
+        cut.map((message) => ({ message })),
+      );
+      fake.reply({ text: 'Yes, still here.' });
+      const next = await session.ask('Are you still there?');
+      expect(next.outcome).toBe('answered');
+      const request = fake.chats().at(-1)!;
+      expect(request.status).toBe(200);
+      expect(request.view!.messages.map((m) => m.role)).toEqual([
+        ...cut.map((m) => m.role),
+        'assistant',
+        'user',
+      ]);
+      // The note says what the tools did, so the model does not do it again.
+      const note = interruptedAnswer(cut);
+      expect(request.view!.messages.at(-2)!.text).toBe(note);
+      expect(note).toBe(
+        cut.length === 1
+          ? '(This answer was interrupted. Done before that: nothing.)'
+          : '(This answer was interrupted. Done before that: get_order_status → {"order_id":1042,"status":"shipped"}.)',
+      );
+      // Closing happens when the context is built: the stored turn stays as it was.
+      expect(await loadMessages(session.conversation.id)).toEqual([
+        ...cut,
+        { role: 'user', content: 'Are you still there?' },
+        expect.objectContaining({ role: 'assistant', content: 'Yes, still here.' }),
+      ]);
+    },
+  );
 
   it('keeps what a tool did when the key turns out wrong mid-turn', async () => {
     fake.reply(

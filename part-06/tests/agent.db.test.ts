@@ -1,4 +1,4 @@
-// The agent loop through the fake provider, for both providers, against a real database.
+// The chapter's agent loop through the fake provider, for both providers, against a real database, with the plain store.
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import { loadMessages } from '../memory.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { REPEATED_CALL_ERROR } from '../safe-run-tool.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { testSession, type TestSession } from './test-session.ts';
+import { coreSession, type TestSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
@@ -48,7 +48,7 @@ function readTrace(file: string) {
 describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   beforeEach(async () => {
     fake.requests.length = 0;
-    session = testSession(maya, fake.llm(provider));
+    session = coreSession(maya, fake.llm(provider));
     await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
 
@@ -170,7 +170,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
         answer: expect.stringMatching(/^Sorry: get_order_status failed/),
         outcome: 'answered',
       });
-      expect(outcome.saveError).toMatch(/^Cannot reach MySQL at .*:9/);
+      expect(outcome.saveError).toMatch(/^Not saved: Cannot reach MySQL at .*:9/);
       expect(fake.chats().at(-1)!.view?.toolResults[0].result).toEqual({
         error:
           'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
@@ -282,7 +282,8 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       compacted: 0,
       dropped: 0,
       read_all: true,
-      chars: 0,
+      chars: 2, // "[]": no earlier turns
+
       max_chars: 12_000,
     });
     expect(events[2]).toMatchObject({

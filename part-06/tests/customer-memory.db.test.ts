@@ -32,7 +32,7 @@ import {
 import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../going-further/notes-tools.ts';
 import { recallNotes, withCustomerNotes } from '../going-further/recall.ts';
 import { forgetConversation, planPrune, prune } from '../going-further/retention.ts';
-import { testSession } from './test-session.ts';
+import { fullSession } from './test-session.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -74,7 +74,7 @@ async function newCustomer(): Promise<Customer> {
 
 /** A new conversation asked in this process the way chat.ts asks: with the customer's notes and the notes tools. */
 function memorySession(customer: Customer, provider: (typeof PROVIDERS)[number]) {
-  const session = testSession(customer, fake.llm(provider));
+  const session = fullSession(customer, fake.llm(provider));
   session.options.store = withCustomerNotes(session.options.store, 1500);
   session.options.tools = customerMemoryTools(logs);
   session.options.logDir = logs;

@@ -11,7 +11,7 @@ import { signIn } from '../session.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { saveNote } from '../going-further/customer-notes.ts';
-import { testSession } from './test-session.ts';
+import { fullSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
@@ -35,7 +35,7 @@ afterAll(async () => {
 /** One answered question as `email` (in this process: signing in is tested through the scripts below); returns the conversation id. */
 async function conversationOf(email: string): Promise<string> {
   fake.reply({ text: 'Hello!' });
-  const session = testSession(await signIn(email, undefined), fake.llm('gemini'));
+  const session = fullSession(await signIn(email, undefined), fake.llm('gemini'));
   await session.ask('Hi');
   return session.conversation.id;
 }

@@ -10,7 +10,7 @@ import { ensureDatabase } from '../setup-database.ts';
 import { turnsView } from '../conversation-view.ts';
 import { describeConversation, loadRows } from '../stored-conversations.ts';
 import { shownMessages, type Damage } from '../going-further/stored-history.ts';
-import { testSession } from './test-session.ts';
+import { fullSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
@@ -141,7 +141,7 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
       fake.reply({ text: 'Anything else?' });
       const reported: Damage[] = [];
       const conversation = await findConversation(id, 1);
-      const session = testSession(maya, fake.llm(provider), conversation!, {
+      const session = fullSession(maya, fake.llm(provider), conversation!, {
         onDamaged: (_, damage) => reported.push(...damage),
       });
       const asked = await session.ask('Thanks!');
@@ -198,7 +198,7 @@ describe('a row MariaDB accepts but JSON.parse refuses', () => {
       if (stored instanceof Error) return expect(stored.message).toMatch(/Invalid JSON text/i);
       const reported: Damage[] = [];
       fake.reply({ text: 'Anything else?' });
-      const session = testSession(
+      const session = fullSession(
         maya,
         fake.llm('gemini'),
         { ...conversation, saved: true },

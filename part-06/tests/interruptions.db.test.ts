@@ -17,7 +17,7 @@ import { findConversation, loadMessages } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { readHistory } from '../going-further/stored-history.ts';
-import { testSession } from './test-session.ts';
+import { fullSession } from './test-session.ts';
 import { WAITING_FOR_OTHER_QUESTION } from '../going-further/conversation-lock.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
@@ -46,7 +46,7 @@ const env = (provider: ProviderName) => ({ ...fake.env(provider), DB_NAME: db.na
 
 /** A conversation with one finished turn that used a tool, so there is real history to damage. */
 async function conversationWithOneTurn(provider: ProviderName): Promise<string> {
-  const session = testSession(maya, fake.llm(provider));
+  const session = fullSession(maya, fake.llm(provider));
   fake.reply(
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     { text: 'Order 1042 has shipped.' },
@@ -81,7 +81,7 @@ async function expectValidHistory(id: string, turns: number) {
   for (const provider of ['gemini', 'openai'] as const) {
     fake.reply({ text: `still fine (${provider})` });
     const conversation = await findConversation(id, maya.id);
-    const next = await testSession(maya, fake.llm(provider), conversation!).ask(
+    const next = await fullSession(maya, fake.llm(provider), conversation!).ask(
       'Are you still there?',
     );
     expect(next.answer).toBe(`still fine (${provider})`);

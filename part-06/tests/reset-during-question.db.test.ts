@@ -11,7 +11,7 @@ import { collect, runScript, startScript, waitForOutput } from '../../shared/tes
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
-import { testSession } from './test-session.ts';
+import { fullSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
@@ -35,7 +35,7 @@ afterAll(async () => {
 describe('setup.ts --yes while a question is being answered', () => {
   it('waits for the question, then deletes its conversation and trace: nothing is written after the reset', async () => {
     fake.reply({ text: 'Hello!' });
-    const session = testSession(maya, fake.llm('gemini'));
+    const session = fullSession(maya, fake.llm('gemini'));
     await session.ask('Hi');
     const id = session.conversation.id;
     const trace = conversationTraceFile(logDir(), id);

@@ -20,7 +20,7 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { runScript } from '../../shared/testing/run-script.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { saveNote } from '../going-further/customer-notes.ts';
-import { testSession } from './test-session.ts';
+import { fullSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 
@@ -50,7 +50,7 @@ async function chatAbout(phrase: string): Promise<string> {
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     (view) => ({ text: `About "${view.lastUserText}": it shipped.` }),
   );
-  const session = testSession(maya, fake.llm('gemini'));
+  const session = fullSession(maya, fake.llm('gemini'));
   await session.ask(`My secret word is ${phrase}. Where is order 1042?`, { logDir: logs });
   return session.conversation.id;
 }

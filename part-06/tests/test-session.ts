@@ -1,9 +1,9 @@
-// Test helper: one customer's conversation, asked in-process the way chat.ts asks, with the store it uses.
+// Test helper: one customer's conversation, asked in-process the way a chat asks: the chapter's (plain store) or the full Nimbus's (hardened store, one question at a time).
 import type { LlmSettings } from '../../shared/config.ts';
 import { logDir } from '../../shared/config.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
-import { DEFAULT_BUDGET } from '../context.ts';
-import { newConversation, type Conversation } from '../memory.ts';
+import { DEFAULT_BUDGET, type MemoryBudget } from '../context.ts';
+import { newConversation, plainStore, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
 import { withConversationLock } from '../going-further/conversation-lock.ts';
 import { hardenedStore, type HardenedStoreOptions } from '../going-further/hardened-store.ts';
@@ -12,13 +12,35 @@ export interface TestSession {
   customer: Customer;
   conversation: Conversation;
   options: AgentOptions;
-  /** One question, quiet, under the conversation's lock, as chat.ts asks it. */
+  /** One question, quiet, as the chat asks it. */
   ask(question: string, extra?: Partial<AgentOptions>): Promise<AgentResult>;
 }
 
 export { DEFAULT_BUDGET };
 
-export function testSession(
+/** As part-06/chat.ts asks: the plain store, no lock. */
+export function coreSession(
+  customer: Customer,
+  llm: LlmSettings,
+  conversation: Conversation = newConversation(customer.id),
+  budget: MemoryBudget = DEFAULT_BUDGET,
+): TestSession {
+  const options: AgentOptions = { llm, logDir: logDir(), store: plainStore(budget), quiet: true };
+  const session: TestSession = {
+    customer,
+    conversation,
+    options,
+    ask: (question, extra = {}) =>
+      runAgent(question, customer, session.conversation, { ...options, ...extra }),
+  };
+  return session;
+}
+
+/**
+ * As going-further/chat.ts asks: the hardened store, under the conversation's lease. The database
+ * needs going further's tables (ensureFullDatabase).
+ */
+export function fullSession(
   customer: Customer,
   llm: LlmSettings,
   conversation: Conversation = newConversation(customer.id),
