@@ -8,7 +8,7 @@ import {
 } from '../../shared/testing/fake-provider.ts';
 import { newConversation } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { fullSession } from './test-session.ts';
+import { coreSession } from './test-session.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -39,7 +39,7 @@ async function toolTurn(
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: orderId } }] },
     { text: `Order ${orderId} found (${provider}).` },
   );
-  return fullSession(maya, fake.llm(provider), conversation).ask(`Where is order ${orderId}?`);
+  return coreSession(maya, fake.llm(provider), conversation).ask(`Where is order ${orderId}?`);
 }
 
 describe('switching providers mid-conversation', () => {
