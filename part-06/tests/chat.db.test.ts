@@ -1,4 +1,4 @@
-// The chapter's conversation end to end: chat.ts driven by piped input, resumed in a new process, both providers.
+// The chapter's conversation end to end through the core chat.ts (plain store, readline): piped input, resumed in a new process, both providers.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
@@ -70,10 +70,13 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
   let db: ScratchDatabase;
   let env: Record<string, string>;
   let conversationId: string;
-  let firstRun: { code: number | null; stdout: string; stderr: string };
-  // What the first run stored and what the viewer shows of it, taken before any test adds a turn.
+  type Run = { code: number | null; stdout: string; stderr: string };
+  // The chapter's conversation in two sittings: a refund refused and a follow-up, then after a resume
+  // in a new process, "Yes please."; and what the viewer shows of it afterwards.
+  let firstRun: Run;
+  let resumed: Run;
+  let shown: Run;
   let stored: Message[];
-  let shown: { code: number | null; stdout: string; stderr: string };
 
   beforeAll(async () => {
     db = await createScratchDatabase(); // empty: chat.ts sets it up on the first run
@@ -82,18 +85,21 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     scriptChapter();
     firstRun = await runScript(CHAT, [], {
       env,
-      input:
-        'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nYes please.\nexit\n',
+      input: 'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nexit\n',
     });
     conversationId = firstRun.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
+    resumed = await runScript(CHAT, [`--resume=${conversationId}`], {
+      env,
+      input: 'Yes please.\n',
+    });
     process.env.DB_NAME = db.name;
     stored = await loadMessages(conversationId);
     shown = await runScript(SHOW, [conversationId, '--context'], { env });
   });
   afterAll(() => db.drop());
 
-  it('holds the whole conversation and says goodbye with the resume hint', () => {
-    expect(firstRun.code).toBe(0);
+  it('holds the refusal and the follow-up, and says goodbye with the resume hint', () => {
+    expect(firstRun.code, firstRun.stderr).toBe(0);
     expect(firstRun.stderr).toContain(`Database "${db.name}": creating customers,`);
     expect(firstRun.stdout).toMatch(
       /^Signed in as Maya Patel \(maya\.patel@example\.com\)\.\nNew conversation [0-9a-f]{32}\n/,
@@ -105,29 +111,38 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     expect(out).toContain(
       'You: What about my other order, 1042?\nNimbus: Good news: order 1042 is eligible (Paid and within the refund window (11 days left).). Shall I open a refund ticket?',
     );
-    expect(out).toMatch(/You: Yes please\.\nNimbus: Done! Your ticket number is #5001\./);
     expect(out).toContain(
-      `You: exit\nBye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`,
+      `You: exit\n\nBye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}\n`,
     );
+    // The first question is sent with no earlier turns: an empty list, "[]".
     expect(firstRun.stderr).toMatch(
-      /\[step 0\] memory: 0 earlier turns — 0 full, 0 compacted, 0 dropped — 0 of 12,000 chars\n/,
+      /\[step 0\] memory: 0 earlier turns — 0 full, 0 compacted, 0 dropped — 2 of 12,000 chars\n/,
     );
     expect(firstRun.stderr).toMatch(
       /\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/,
     );
-    expect(firstRun.stderr).toMatch(
-      /\[step 0\] memory: 2 earlier turns — 2 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/,
-    );
   });
 
-  it('created the ticket for 1042 from the conversation, without the customer repeating the number', async () => {
+  it('resumed in a new process, "Yes please." opens one ticket, for 1042, from the conversation alone', async () => {
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain(`Resuming conversation ${conversationId}`);
+    expect(resumed.stderr).toMatch(
+      /\[step 0\] memory: 2 earlier turns — 2 full, 0 compacted, 0 dropped — [\d,]+ of 12,000 chars\n/,
+    );
+    expect(resumed.stdout).toContain(
+      'You: Yes please.\nNimbus: Done! Your ticket number is #5001.',
+    );
+    expect(resumed.stdout).toContain(
+      `Bye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`,
+    );
     const tickets = await query<Array<{ id: number; order_id: number; category: string }>>(
       `SELECT id, order_id, category FROM \`${db.name}\`.tickets`,
     );
     expect(tickets).toEqual([{ id: 5001, order_id: 1042, category: 'refund' }]);
+    expect(splitIntoTurns(stored)).toHaveLength(3);
   });
 
-  it('sent the earlier turns with the third question exactly as buildContext says', async () => {
+  it('sent the earlier turns with "Yes please." exactly as buildContext says', async () => {
     const turns = splitIntoTurns(stored);
     expect(turns).toHaveLength(3);
     const expected = buildContext(turns.slice(0, 2).flat(), DEFAULT_BUDGET).messages;
@@ -187,25 +202,6 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
     expect(messages[3]).toBe(
       `  assistant [${provider}]: (requested tools) check_refund_eligibility({"order_id":1042})`,
     );
-  });
-
-  it('continues the conversation with --resume in a new process', async () => {
-    fake.reply((view) => {
-      const ticket = view.messages.find((m) => m.role === 'assistant' && /#\d+/.test(m.text ?? ''));
-      return { text: `Your ticket is ${ticket!.text!.match(/#\d+/)![0]}.` };
-    });
-    const resumed = await runScript(CHAT, [`--resume=${conversationId}`], {
-      env,
-      input: 'What was my ticket number again?\n',
-    });
-    expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toContain(`Resuming conversation ${conversationId}`);
-    expect(resumed.stdout).toContain('Nimbus: Your ticket is #5001.');
-    expect(resumed.stdout).toContain(
-      `Bye! Resume later with: npx tsx part-06/chat.ts --resume=${conversationId}`,
-    );
-    process.env.DB_NAME = db.name;
-    expect(splitIntoTurns(await loadMessages(conversationId))).toHaveLength(4);
   });
 });
 
