@@ -1,4 +1,4 @@
-// ask.ts in Part 6: each run is one turn of a conversation, continued with --conversation=<id>.
+// The core ask.ts in Part 6: each run is one turn of a conversation, continued with --conversation=<id>.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -29,7 +29,7 @@ describe('ask.ts with conversations', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('Which order do you mean?\n');
     const id = first.stderr.match(
-      /Conversation ([0-9a-f]{32}): ask a follow-up with npx tsx part-06\/ask\.ts --conversation=\1 "…"/,
+      /Conversation ([0-9a-f]{32}): ask a follow-up with npx tsx part-06\/ask\.ts --conversation=\1 "What about my other order\?"/,
     )![1];
 
     fake.reply((view) => ({ text: `Earlier you asked: "${view.messages[0].text}"` }));
