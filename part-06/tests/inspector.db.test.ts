@@ -1,4 +1,4 @@
-// show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens, a full export.
+// show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens; going further's viewer adds the exact JSON and a full export.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
@@ -14,17 +14,17 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
-import { ensureDatabase } from '../setup-database.ts';
 import { describeConversation, loadRows } from '../stored-conversations.ts';
-import { readHistory, shownMessages } from '../going-further/stored-history.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+const SHOW_FULL = fileURLToPath(new URL('../going-further/show-conversation.ts', import.meta.url));
 let db: ScratchDatabase;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {}); // going further's viewer reads only a database it can show whole
   env = { DB_NAME: db.name };
 });
 afterAll(() => db.drop());
@@ -60,7 +60,20 @@ function turn(n: number, size = 40): MessageToSave[] {
 /** What `show-conversation <id> --context` prints under `budget` (the script only adds the flags). */
 async function shownContext(id: string, budget: MemoryBudget = DEFAULT_BUDGET): Promise<string> {
   const rows = await loadRows(id);
-  return contextView(id, buildContext(readHistory(rows).messages, budget)).join('\n');
+  return contextView(
+    id,
+    buildContext(
+      rows.map((row) => JSON.parse(row.data)),
+      budget,
+    ),
+  ).join('\n');
+}
+
+/** What `show-conversation <id>` prints. */
+async function shownTurns(id: string): Promise<string> {
+  const rows = await loadRows(id);
+  const shown = rows.map((row) => ({ row, message: JSON.parse(row.data) }));
+  return turnsView((await describeConversation(id))!, shown).join('\n');
 }
 
 async function conversation(...steps: MessageToSave[][]): Promise<string> {
@@ -88,7 +101,7 @@ function rowsOf(stdout: string) {
 /** What the view must say, computed with buildContext itself. */
 function expected(messages: Message[], budget: MemoryBudget) {
   const context = buildContext(messages, budget);
-  let total = 0;
+  let total = 1; // the brackets around the list of turns
   return {
     context,
     rows: context.turns.map((t, i) => {
@@ -157,12 +170,14 @@ describe('show-conversation --context, turn by turn', () => {
         JSON.stringify(budget),
       ).toEqual(expected(messages, budget).rows);
     }
-    // The script itself, flags and all: the view, and the exact JSON that will be sent.
+    // The script itself, flags and all: the view; and going further's, the exact JSON that will be sent.
     const shown = await runScript(SHOW, [id, '--context', '--budget=900', '--recent=1'], { env });
     expect(shown.stdout).toBe(`${await shownContext(id, { maxChars: 900, recentTurns: 1 })}\n`);
-    const json = await runScript(SHOW, [id, '--context', '--json', '--budget=3000', '--recent=3'], {
-      env,
-    });
+    const json = await runScript(
+      SHOW_FULL,
+      [id, '--context', '--json', '--budget=3000', '--recent=3'],
+      { env },
+    );
     expect(JSON.parse(json.stdout)).toEqual(
       buildContext(messages, { maxChars: 3000, recentTurns: 3 }).messages,
     );
@@ -206,8 +221,10 @@ describe('show-conversation --context, turn by turn', () => {
     const shown = await shownContext(over, { maxChars: 1000, recentTurns: 2 });
     const [only] = rowsOf(shown);
     expect(only).toMatchObject({ turn: 1, fate: 'full' });
-    expect(shown).toMatch(/^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\)/m);
-    expect(shown).toContain('Over budget: the newest turn is always kept, whatever its size.');
+    expect(shown).toMatch(
+      /^Budget: \[#{24}\] [\d,]+ of 1,000 chars \(\d{3}%\) — 1 full, 0 compacted, 0 dropped$/m,
+    );
+    expect(shown).toContain('The newest turn is always kept.');
 
     const headless = await conversation(
       [{ message: { role: 'assistant', content: 'Welcome back!' } }],
@@ -215,40 +232,30 @@ describe('show-conversation --context, turn by turn', () => {
     );
     const view = rowsOf(await shownContext(headless, { maxChars: 12_000, recentTurns: 1 }));
     expect(view.map((r) => [r.fate, r.question])).toEqual([
-      ['compacted', '(no question: messages before the first one)'],
+      ['compacted', '(before the first question)'],
       ['full', `Question 1 ${'q'.repeat(38)}…`],
     ]);
-  });
-
-  it('puts the last request’s real input tokens next to its characters', async () => {
-    const id = await conversation(turn(1), turn(2));
-    const shown = await shownContext(id);
-    const last = (await loadRows(id)).at(-1)!;
-    expect(shown).toContain(
-      `Last request: ${last.request_chars!.toLocaleString('en-US')} chars (system prompt and tools included) → ${last.input_tokens!.toLocaleString('en-US')} input tokens, ${(last.request_chars! / last.input_tokens!).toFixed(1)} chars per token (message #${last.seq}).`,
-    );
   });
 });
 
 describe('show-conversation <id>', () => {
-  it('shows every message turn by turn, with each turn’s tokens and the total', async () => {
+  it('shows every message turn by turn, each model call’s real tokens next to the message it wrote, and the total', async () => {
     const id = await conversation(turn(1), turn(2));
-    const rows = await loadRows(id);
-    const shown = {
-      stdout: turnsView((await describeConversation(id))!, shownMessages(rows)).join('\n'),
-    };
+    const shown = { stdout: await shownTurns(id) };
     expect(shown.stdout.split('\n')[0]).toMatch(
       new RegExp(
         `^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages in 2 turns, started `,
       ),
     );
-    expect(shown.stdout).toContain('Turn 1\n');
-    expect(shown.stdout).toContain('    2 model calls: 2,102 input + 30 output tokens');
-    expect(shown.stdout).toContain('    2 model calls: 2,104 input + 30 output tokens');
+    expect(shown.stdout).toContain('Turn 1\n  #1 user: Question 1 ');
+    expect(shown.stdout).toContain(
+      '  #2 assistant: (requested tools) get_order_status({"order_id":1042}) (1,001 + 10 tokens)\n  #3 tool: get_order_status → {"status":"shipped"}\n  #4 assistant: Answer 1. (1,101 + 20 tokens)\nTurn 2\n',
+    );
+    expect(shown.stdout).toContain('  #8 assistant: Answer 2. (1,102 + 20 tokens)');
     expect(shown.stdout).toContain('Tokens: 4,206 input + 60 output over 4 model calls.');
   });
 
-  it('--json exports the whole conversation: every row, its data as stored, damaged rows included and marked', async () => {
+  it('going further’s --json exports the whole conversation: every row, its data as stored, damaged rows included and marked', async () => {
     const id = await conversation(turn(1));
     // A damaged row, as older code or a hand edit could leave: a tool result without its call.
     await query('INSERT INTO messages (conversation_id, seq, role, data) VALUES (?, 5, ?, ?)', [
@@ -261,7 +268,7 @@ describe('show-conversation <id>', () => {
         content: '{}',
       }),
     ]);
-    const shown = await runScript(SHOW, [id, '--json'], { env });
+    const shown = await runScript(SHOW_FULL, [id, '--json'], { env });
     expect(shown.code).toBe(0);
     // Printed escaped, parsed back as stored.
     expect(shown.stdout).not.toMatch(/[\u200b\u202e]/);
@@ -291,17 +298,39 @@ describe('show-conversation <id>', () => {
   });
 
   it.each([
-    [['--context'], '--context, --json, --budget and --recent need a conversation id.'],
-    [[`${'a'.repeat(32)}`, '--budget=500'], '--budget, --recent and --question go with --context.'],
+    ['show-conversation.ts', ['--context'], '--context needs a conversation id.'],
     [
+      'show-conversation.ts',
+      [`${'a'.repeat(32)}`, '--budget=500'],
+      '--budget and --recent go with --context.',
+    ],
+    [
+      'show-conversation.ts',
       [`${'a'.repeat(32)}`, '--context', '--recent=0'],
       '--recent must be a whole number from 1 to 999999999 (got "0").',
     ],
-    [[`${'a'.repeat(32)}`, `${'b'.repeat(32)}`], 'Give one conversation id (got 2 arguments).'],
-  ])('refuses %j: one line, the usage, exit 2', async (args, message) => {
-    const run = await runScript(SHOW, args, { env });
+    [
+      'show-conversation.ts',
+      [`${'a'.repeat(32)}`, `${'b'.repeat(32)}`],
+      'Give one conversation id (got 2 arguments).',
+    ],
+    // Going further's flags, refused the same way.
+    [
+      'going-further/show-conversation.ts',
+      ['--json'],
+      '--context, --json, --budget and --recent need a conversation id.',
+    ],
+    [
+      'going-further/show-conversation.ts',
+      [`${'a'.repeat(32)}`, '--question=refund'],
+      '--budget, --recent and --question go with --context.',
+    ],
+  ])('%s refuses %j: one line, the usage, exit 2', async (script, args, message) => {
+    const run = await runScript(fileURLToPath(new URL(`../${script}`, import.meta.url)), args, {
+      env,
+    });
     expect(run.code).toBe(2);
     expect(run.stderr.split('\n')[0]).toBe(message);
-    expect(run.stderr).toContain('Usage: npx tsx part-06/show-conversation.ts');
+    expect(run.stderr).toContain(`Usage: npx tsx part-06/${script}`);
   });
 });
