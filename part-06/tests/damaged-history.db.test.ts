@@ -1,4 +1,4 @@
-// Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers.
+// Going further: damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers, and the full viewer shows it in place.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
@@ -6,21 +6,21 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { findConversation, newConversation } from '../memory.ts';
-import { ensureDatabase } from '../setup-database.ts';
 import { turnsView } from '../conversation-view.ts';
 import { describeConversation, loadRows } from '../stored-conversations.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { shownMessages, type Damage } from '../going-further/stored-history.ts';
 import { fullSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
-const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+const SHOW = fileURLToPath(new URL('../going-further/show-conversation.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {});
   // Older versions of the schema kept messages as plain text, so invalid JSON could be stored.
   await query('ALTER TABLE messages MODIFY data LONGTEXT NOT NULL');
 });
@@ -162,7 +162,7 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
   );
 });
 
-/** What show-conversation.ts <id> prints, built in-process from the same functions it uses. */
+/** What going-further/show-conversation.ts <id> prints, built in-process from the same functions it uses. */
 async function shown(id: string): Promise<string> {
   const rows = await loadRows(id);
   return turnsView((await describeConversation(id))!, shownMessages(rows)).join('\n');
