@@ -1,4 +1,4 @@
-// Ordinary faults lose nothing and end nothing: bad settings said first, saves that fail, odd text, deletions under a chat.
+// Ordinary faults lose nothing and end nothing: bad settings said first, saves that fail, odd text (the core chat); streamed text, the index at start, deletions under a chat (the full Nimbus).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -16,9 +16,11 @@ import { API_ERROR_ANSWER } from '../agent.ts';
 import { memoryBudget } from '../context.ts';
 import { loadMessages } from '../memory.ts';
 import { loadRows } from '../stored-conversations.ts';
-import { ensureDatabase } from '../setup-database.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
+/** The full Nimbus's scripts. */
+const further = (name: string) => script(`going-further/${name}`);
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let env: Record<string, string>;
@@ -27,7 +29,7 @@ let logs: string;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {}); // the core scripts and the full Nimbus's share it
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-faults-'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
 });
@@ -208,7 +210,7 @@ describe.each(['gemini', 'openai'] as const)('a provider that never answers (%s)
   });
 });
 
-describe('a reply whose provider_raw says more than the neutral fields', () => {
+describe('a streamed reply whose provider_raw says more than the neutral fields (the full chat)', () => {
   it('is not replayed verbatim, so the next question is accepted', async () => {
     // An OpenAI-compatible server streams a text and a tool call of a kind Nimbus does not run.
     const chunk = (delta: object, finish_reason: string | null = null) => ({
@@ -235,7 +237,7 @@ describe('a reply whose provider_raw says more than the neutral fields', () => {
       },
       { text: 'Second answer.' },
     );
-    const run = await runScript(script('chat.ts'), ['--quiet'], {
+    const run = await runScript(further('chat.ts'), ['--quiet'], {
       env: { ...env, ...fake.env('openai') },
       input: 'First?\nSecond?\n',
     });
@@ -245,7 +247,7 @@ describe('a reply whose provider_raw says more than the neutral fields', () => {
   });
 });
 
-describe('text from the store or a model', () => {
+describe('text from the store or a model (the full chat: streamed, line input)', () => {
   it('reaches the terminal with control characters and escape sequences made visible, even split across streamed pieces, and is stored as written', async () => {
     const pieces = [
       'Red \x1b',
@@ -254,7 +256,7 @@ describe('text from the store or a model', () => {
     ];
     const answer = pieces.join('');
     fake.reply({ text: pieces });
-    const run = await runScript(script('chat.ts'), ['--quiet'], {
+    const run = await runScript(further('chat.ts'), ['--quiet'], {
       env,
       input: 'Say something odd \x1b[2J\n',
     });
@@ -268,14 +270,14 @@ describe('text from the store or a model', () => {
     expect((await loadMessages(id))[1]).toMatchObject({
       content: answer.replace('\ud83c', '\ufffd'),
     });
-    const shown = await runScript(script('show-conversation.ts'), [id], { env });
+    const shown = await runScript(further('show-conversation.ts'), [id], { env });
     expect(shown.stdout).not.toMatch(/[\x07\x1b\u202e]/);
     expect(shown.stdout).toContain('\\x1b[31malert');
   });
 
   it('a carriage return inside a piped line does not split the question in two', async () => {
     fake.reply((view) => ({ text: `Got ${JSON.stringify(view.lastUserText)}` }));
-    const run = await runScript(script('chat.ts'), ['--quiet'], {
+    const run = await runScript(further('chat.ts'), ['--quiet'], {
       env,
       input: 'Where is\rmy order 1042?\r\n',
     });
@@ -285,19 +287,19 @@ describe('text from the store or a model', () => {
   });
 });
 
-describe('the help-center index at chat start', () => {
+describe('the help-center index at the full chat’s start', () => {
   it('says once when it was built by another model, with the command that rebuilds it', async () => {
     await query(
       "UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1",
     );
-    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    const run = await runScript(further('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(run.stdout).toContain(
       'The help-center index was built with some-other-model, not fake-embedding-001, so search uses keywords until you rebuild it: npx tsx part-06/build-index.ts',
     );
     await query(
       "UPDATE help_chunks SET embedding_model = 'fake-embedding-001' WHERE id = (SELECT MIN(id) FROM (SELECT id FROM help_chunks) AS c)",
     );
-    const partial = await runScript(script('chat.ts'), ['--quiet'], {
+    const partial = await runScript(further('chat.ts'), ['--quiet'], {
       env,
       input: 'exit\n',
       cwd: path.dirname(script('chat.ts')),
@@ -307,22 +309,22 @@ describe('the help-center index at chat start', () => {
     );
     const built = await runScript(script('build-index.ts'), [], { env });
     expect(built.code).toBe(0);
-    const after = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    const after = await runScript(further('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(after.stdout).not.toContain('help-center');
   });
 });
 
-describe('a conversation deleted while its chat is open', () => {
+describe('a conversation deleted while its full chat is open', () => {
   it('is never written again: the chat says so and goes on in a new conversation', async () => {
     fake.reply({ text: 'First answer.' }, { text: 'Second answer.' });
-    const child = startScript(script('chat.ts'), ['--quiet'], { env });
+    const child = startScript(further('chat.ts'), ['--quiet'], { env });
     const done = collect(child);
     let stdout = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
     child.stdin.write('First\n');
     await waitForOutput(child, 'Nimbus: First answer.');
     const id = idIn(stdout);
-    const forgotten = await runScript(script('forget.ts'), [id], { env });
+    const forgotten = await runScript(further('forget.ts'), [id], { env });
     expect(forgotten.stdout).toMatch(
       new RegExp(`^Deleted conversation ${id}: 2 messages and its trace file `),
     );
@@ -337,10 +339,14 @@ describe('a conversation deleted while its chat is open', () => {
     expect(await query('SELECT id FROM conversations WHERE id = ?', [id])).toEqual([]);
     expect(existsSync(path.join(logs, 'conversations', `${id}.jsonl`))).toBe(false);
     expect((await loadRows(next)).map((r) => r.role)).toEqual(['user', 'assistant']);
-    expect(result.stdout).toContain(`Resume later with: npx tsx part-06/chat.ts --resume=${next}`);
+    expect(result.stdout).toContain(
+      `Resume later with: npx tsx part-06/going-further/chat.ts --resume=${next}`,
+    );
   });
+});
 
-  it('leaves no empty conversation behind when a chat ends without a question', async () => {
+describe('a chat that ends without a question', () => {
+  it('leaves no empty conversation behind', async () => {
     const [before] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM conversations');
     const run = await runScript(script('chat.ts'), [], { env, input: 'exit\n' });
     expect(run.stdout).toMatch(/Bye!\n$/);
@@ -349,9 +355,9 @@ describe('a conversation deleted while its chat is open', () => {
   });
 });
 
-describe('npm run bench interrupted', () => {
+describe('npm run bench interrupted (going further)', () => {
   it('drops its scratch database on Ctrl-C', async () => {
-    const child = startScript(script('bench.ts'), ['--runs=5'], { env });
+    const child = startScript(further('bench.ts'), ['--runs=5'], { env });
     const done = collect(child);
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
