@@ -9,6 +9,7 @@ import {
   type StreamOptions,
   type ToolDefinition,
 } from './messages.ts';
+import { answerPieces } from './reply-limits.ts';
 import { brokeOff, guardStream } from './stream-guard.ts';
 
 /**
@@ -31,20 +32,28 @@ export async function geminiStream(
     chatRequest(settings, messages, tools, guard.signal),
   );
   const parts: Part[] = [];
+  // The answer is shown and kept only up to its limit (reply-limits.ts).
+  const keepAnswer = answerPieces(onText);
   let usageMetadata: GenerateContentResponse['usageMetadata'];
   let complete = false;
   for await (const chunk of guard.chunks(stream)) {
     const candidate = chunk.candidates?.[0];
     const received = candidate?.content?.parts;
     for (const part of Array.isArray(received) ? received.filter(isPlainObject) : []) {
-      addPart(parts, part);
-      if (typeof part.text === 'string' && part.text && !part.thought) onText(part.text);
+      if (typeof part.text !== 'string' || part.thought) addPart(parts, part);
+      else {
+        const kept = keepAnswer(part.text);
+        // Past the limit, the rest of the answer is dropped (the reply keeps no raw then).
+        if (kept || !part.text) addPart(parts, { ...part, text: kept });
+      }
     }
     // Each chunk's usage is the running total, so the last one counts.
     usageMetadata = chunk.usageMetadata ?? usageMetadata;
     // `finishReason` says the reply is complete (it is STOP even when the reply holds calls); a blocked
-    // prompt ends with promptFeedback instead. The SDK reads the end of a stream the same way.
+    // prompt ends with promptFeedback instead. The SDK reads the end of a stream the same way. Leaving
+    // the loop closes the stream: a server may keep the connection open after its last chunk.
     complete ||= candidate?.finishReason !== undefined || chunk.promptFeedback !== undefined;
+    if (complete) break;
   }
   // Without its last chunk a reply may have lost text or calls: using it would act on half an answer.
   if (!complete) throw guard.incomplete();

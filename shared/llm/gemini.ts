@@ -19,6 +19,13 @@ import {
   type ToolDefinition,
 } from './messages.ts';
 import { providerRawAgrees } from './provider-raw.ts';
+import {
+  argumentsTooLong,
+  boundedAnswer,
+  MAX_ARGUMENTS_CHARS,
+  MAX_ID_CHARS,
+  MAX_NAME_CHARS,
+} from './reply-limits.ts';
 
 /**
  * Gemini rejects a replayed function call without the thought signature it was issued with. For calls
@@ -165,10 +172,14 @@ export function fromResponse(
 ): ChatResult {
   const content = response.candidates?.[0]?.content;
   const parts = Array.isArray(content?.parts) ? content.parts.filter(isPlainObject) : [];
-  const text = parts
+  const fullText = parts
     .filter((part) => typeof part.text === 'string' && !part.thought)
     .map((part) => part.text)
     .join('');
+  // Bounded before anything else reads it (reply-limits.ts). What was cut is still in the raw, so a
+  // reply that was cut keeps no raw: it would replay what we refused to hold.
+  const text = boundedAnswer(fullText);
+  let cut = text !== fullText;
   const toolCalls: ToolCall[] = [];
   const ids = new Set<string>();
   for (const part of parts) {
@@ -176,13 +187,16 @@ export function fromResponse(
     // A call without a name can be neither run nor answered, so it is left out (and the raw then disagrees).
     if (!isPlainObject(call) || typeof call.name !== 'string' || !call.name) continue;
     const args = call.args ?? {};
+    const tooLong = isPlainObject(args) && JSON.stringify(args).length > MAX_ARGUMENTS_CHARS;
+    // The raw keeps Gemini's own id, echoed back with the result: one too long to keep drops the raw.
+    const longId = typeof call.id === 'string' && call.id.length > MAX_ID_CHARS;
+    cut ||= tooLong || longId || call.name.length > MAX_NAME_CHARS;
     toolCalls.push({
       // Ours when Gemini sent none (or repeated one); it stays with the call in the history from now on.
       // The raw keeps Gemini's own, which toContents echoes back in the function response.
       id: uniqueCallId(call.id, ids),
-      name: call.name,
-      arguments: isPlainObject(args) ? args : {},
-      ...(isPlainObject(args) ? {} : { arguments_error: 'The arguments were not a JSON object.' }),
+      name: call.name.slice(0, MAX_NAME_CHARS),
+      ...(tooLong ? argumentsTooLong() : geminiArguments(args)),
     });
   }
   const message: AssistantMessage = {
@@ -198,7 +212,7 @@ export function fromResponse(
   return {
     text,
     tool_calls: toolCalls,
-    message: providerRawAgrees(withRaw) ? withRaw : message,
+    message: !cut && providerRawAgrees(withRaw) ? withRaw : message,
     usage: usage
       ? {
           input_tokens: usage.promptTokenCount ?? 0,
@@ -206,6 +220,12 @@ export function fromResponse(
         }
       : undefined,
   };
+}
+
+/** A call's arguments as Gemini sent them: an object, or else none and an error the model is told. */
+function geminiArguments(args: unknown): Pick<ToolCall, 'arguments' | 'arguments_error'> {
+  if (isPlainObject(args)) return { arguments: args };
+  return { arguments: {}, arguments_error: 'The arguments were not a JSON object.' };
 }
 
 export async function geminiEmbed(

@@ -11,6 +11,7 @@ import {
 } from './messages.ts';
 import { badResponse, chatRequest, client, fromCompletion } from './openai.ts';
 import { openaiProviderName } from './openai-name.ts';
+import { answerPieces, MAX_ARGUMENTS_CHARS } from './reply-limits.ts';
 import { brokeOff, guardStream } from './stream-guard.ts';
 
 /** A tool call while its fragments arrive: the first carries id, type and name, the others more arguments. */
@@ -21,6 +22,12 @@ interface CallSoFar {
   name: string;
   arguments: string;
 }
+
+/**
+ * How long the usage chunk may take once the finish chunk is in. OpenAI sends the two together; a server
+ * that sends no usage and keeps the connection open then costs this long, not a whole stall.
+ */
+const USAGE_WAIT_MS = 1000;
 
 /**
  * The text arrives in `delta.content` pieces; tool calls in fragments keyed by `index`, whose arguments
@@ -35,7 +42,6 @@ export async function openaiStream(
   { onText, stallMs }: Required<Pick<StreamOptions, 'onText' | 'stallMs'>>,
 ): Promise<ChatResult> {
   const provider = openaiProviderName(settings);
-  const Provider = capitalized(provider);
   const guard = guardStream(
     signal,
     stallMs,
@@ -51,63 +57,98 @@ export async function openaiStream(
     },
     { signal: guard.signal },
   );
-  /** Adds a piece of text to what came so far, and shows it. */
-  const addText = (soFar: string | undefined, piece: unknown): string | undefined => {
-    if (piece === undefined || piece === null) return soFar;
-    if (typeof piece !== 'string')
-      throw badResponse(settings, `${Provider} streamed text of type ${typeof piece}.`);
-    if (piece) onText(piece);
-    return (soFar ?? '') + piece;
-  };
-  let content: string | undefined;
-  let refusal: string | undefined;
-  const calls: CallSoFar[] = [];
+  const reply = new ReplySoFar(settings, onText);
   let usage: unknown;
   let finished = false;
   // Typed as unknown: a server that only imitates OpenAI may send anything.
   for await (const chunk of guard.chunks<unknown>(stream)) {
     if (!isPlainObject(chunk)) {
-      throw badResponse(settings, `${Provider} streamed a chunk that is not a JSON object.`);
+      throw reply.problem('streamed a chunk that is not a JSON object');
     }
     if (isPlainObject(chunk.usage)) usage = chunk.usage;
     const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-    if (!isPlainObject(choice)) continue;
-    const delta = isPlainObject(choice.delta) ? choice.delta : {};
-    content = addText(content, delta.content);
-    // A refusal is the reply's text when there is no content (openai.ts reads it so); it comes instead.
-    refusal = addText(refusal, delta.refusal);
-    for (const fragment of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
-      const problem = addFragment(calls, fragment);
-      if (problem) {
-        throw badResponse(
-          settings,
-          `${Provider} streamed tool calls that cannot be put back together: ${problem}.`,
-        );
-      }
+    if (isPlainObject(choice)) {
+      reply.add(choice);
+      finished ||= typeof choice.finish_reason === 'string';
     }
-    finished ||= typeof choice.finish_reason === 'string';
+    // Complete: leaving the loop closes the stream. A server may keep the connection open after its
+    // last chunk, and waiting for it to close would hold every answer until the stall timer.
+    if (finished && usage) break;
+    if (finished) guard.endsWithin(USAGE_WAIT_MS);
   }
   // Without its finish chunk a reply may have lost text, calls or the end of their arguments. A stream
   // cancelled by Ctrl-C or the deadline ends here too (the openai SDK ends it quietly, as if complete);
   // withRetries then reports which of them it was.
   if (!finished) throw guard.incomplete();
-  const message = {
-    role: 'assistant',
-    // As the API sends it without streaming: null when the reply is only tool calls, or a refusal.
-    content: content || (calls.length || refusal ? null : ''),
-    ...(refusal === undefined ? {} : { refusal }),
-    ...(calls.length
-      ? {
-          tool_calls: calls.map((call) => ({
-            ...(call.id ? { id: call.id } : {}),
-            // vLLM has left `type` out; a function call is the only kind a fragment with a name can be.
-            type: call.type ?? 'function',
-            function: { name: call.name, arguments: call.arguments },
-          })),
-        }
-      : {}),
-  };
-  return fromCompletion({ choices: [{ index: 0, message }], usage }, settings);
+  return fromCompletion({ choices: [{ index: 0, message: reply.message() }], usage }, settings);
+}
+
+/** The reply while its chunks arrive: text shown as it comes, calls put back together from fragments. */
+class ReplySoFar {
+  private content: string | undefined;
+  private refusal: string | undefined;
+  private readonly calls: CallSoFar[] = [];
+  // Shown and kept only up to the answer's limit (reply-limits.ts); a refusal is the answer when it comes.
+  private readonly keepContent: (piece: string) => string;
+  private readonly keepRefusal: (piece: string) => string;
+
+  constructor(
+    private readonly settings: OpenAISettings,
+    onText: (text: string) => void,
+  ) {
+    this.keepContent = answerPieces(onText);
+    this.keepRefusal = answerPieces(onText);
+  }
+
+  add(choice: Record<string, unknown>): void {
+    const delta = isPlainObject(choice.delta) ? choice.delta : {};
+    this.content = this.addText(this.content, delta.content, this.keepContent);
+    // A refusal is the reply's text when there is no content (openai.ts reads it so); it comes instead.
+    this.refusal = this.addText(this.refusal, delta.refusal, this.keepRefusal);
+    for (const fragment of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+      const problem = addFragment(this.calls, fragment);
+      if (problem)
+        throw this.problem(`streamed tool calls that cannot be put back together: ${problem}`);
+    }
+  }
+
+  /** The message as the API sends it without streaming, for openai.ts to read. */
+  message(): Record<string, unknown> {
+    const { content, refusal, calls } = this;
+    return {
+      role: 'assistant',
+      // As the API sends it without streaming: null when the reply is only tool calls, or a refusal.
+      content: content || (calls.length || refusal ? null : ''),
+      ...(refusal === undefined ? {} : { refusal }),
+      ...(calls.length
+        ? {
+            tool_calls: calls.map((call) => ({
+              ...(call.id ? { id: call.id } : {}),
+              // vLLM has left `type` out; a function call is the only kind a fragment with a name can be.
+              type: call.type ?? 'function',
+              function: { name: call.name, arguments: call.arguments },
+            })),
+          }
+        : {}),
+    };
+  }
+
+  /** A stream that cannot be read as a reply: "<Provider> <what>." */
+  problem(what: string): ProviderError {
+    const Provider = capitalized(openaiProviderName(this.settings));
+    return badResponse(this.settings, `${Provider} ${what}.`);
+  }
+
+  /** Adds a piece of text to what came so far, and shows what `keep` lets through. */
+  private addText(
+    soFar: string | undefined,
+    piece: unknown,
+    keep: (piece: string) => string,
+  ): string | undefined {
+    if (piece === undefined || piece === null) return soFar;
+    if (typeof piece !== 'string') throw this.problem(`streamed text of type ${typeof piece}`);
+    return (soFar ?? '') + keep(piece);
+  }
 }
 
 /**
@@ -143,7 +184,9 @@ function addFragment(calls: CallSoFar[], fragment: unknown): string | undefined 
       return `one call named both ${call.name} and ${fn.name}`;
     call.name = fn.name;
   }
-  if (typeof fn.arguments === 'string') call.arguments += fn.arguments;
+  // Kept up to one character past the limit: enough for openai.ts to refuse the call (reply-limits.ts).
+  if (typeof fn.arguments === 'string')
+    call.arguments += fn.arguments.slice(0, MAX_ARGUMENTS_CHARS + 1 - call.arguments.length);
   else if (fn.arguments !== undefined && fn.arguments !== null)
     return 'arguments that are not text';
   return undefined;

@@ -17,6 +17,12 @@ import {
 } from './messages.ts';
 import { openaiProviderName } from './openai-name.ts';
 import { parseOpenAIArguments, providerRawAgrees } from './provider-raw.ts';
+import {
+  argumentsTooLong,
+  boundedAnswer,
+  MAX_ARGUMENTS_CHARS,
+  MAX_NAME_CHARS,
+} from './reply-limits.ts';
 
 export function client(settings: OpenAISettings): OpenAI {
   return new OpenAI({
@@ -126,14 +132,18 @@ export function fromCompletion(completion: unknown, settings: OpenAISettings): C
       `${Provider} answered 200, but its body had no choices[0].message (${preview(completion)}).`,
     );
   }
-  const text = replyText(raw);
-  if (text === undefined) {
+  const fullText = replyText(raw);
+  if (fullText === undefined) {
     const content = raw.content;
     throw badResponse(
       settings,
       `${Provider}'s reply had content of type ${typeof content} where text was expected (${preview(content)}).`,
     );
   }
+  // Bounded before anything else reads it (reply-limits.ts). What was cut is still in the raw, so a
+  // reply that was cut keeps no raw: it would replay what we refused to hold.
+  const text = boundedAnswer(fullText);
+  let cut = text !== fullText;
   const toolCalls: ToolCall[] = [];
   const ids = new Set<string>();
   for (const call of Array.isArray(raw.tool_calls) ? raw.tool_calls : []) {
@@ -142,12 +152,14 @@ export function fromCompletion(completion: unknown, settings: OpenAISettings): C
     const { name, arguments: args } = call.function;
     // A call without a name can be neither run nor answered, so it is left out too.
     if (typeof name !== 'string' || !name) continue;
+    const tooLong = typeof args === 'string' && args.length > MAX_ARGUMENTS_CHARS;
+    cut ||= tooLong || name.length > MAX_NAME_CHARS;
     toolCalls.push({
       // Ours when the server sent none (or repeated one); it stays with the call in the history from now
       // on. The raw then disagrees and is not replayed: OpenAI needs every id to be there and unique.
       id: uniqueCallId(call.id, ids),
-      name,
-      ...parseOpenAIArguments(args),
+      name: name.slice(0, MAX_NAME_CHARS),
+      ...(tooLong ? argumentsTooLong() : parseOpenAIArguments(args)),
     });
   }
   const message: AssistantMessage = {
@@ -163,7 +175,7 @@ export function fromCompletion(completion: unknown, settings: OpenAISettings): C
   return {
     text,
     tool_calls: toolCalls,
-    message: providerRawAgrees(withRaw) ? withRaw : message,
+    message: !cut && providerRawAgrees(withRaw) ? withRaw : message,
     usage: usage
       ? {
           input_tokens: Number(usage.prompt_tokens ?? 0),

@@ -4,8 +4,16 @@ import { ProviderError, capitalized } from './errors.ts';
 interface StreamGuard {
   /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */
   signal: AbortSignal;
-  /** The stream's chunks, watched: the stall countdown starts again at each one, and a stall ends them. */
+  /**
+   * The stream's chunks, watched: the stall countdown starts again at each one, and a stall ends them.
+   * Once they end, or the reader leaves the loop, the connection is closed.
+   */
   chunks<T>(stream: AsyncIterable<T>): AsyncGenerator<T>;
+  /**
+   * The reply is complete but for a last chunk that may follow (OpenAI's usage): the chunks end within
+   * `ms` (or the stall limit, if shorter) whatever else arrives, quietly, as after a stall.
+   */
+  endsWithin(ms: number): void;
   /** Why the chunks ended before the reply was complete: the stream stalled, never began, or was closed early. */
   incomplete(): ProviderError;
 }
@@ -22,13 +30,17 @@ export function guardStream(
   readError: (error: unknown) => unknown,
 ): StreamGuard {
   const stall = new AbortController();
+  // Aborted once the chunks end: both SDKs read on until the server closes the connection, which a
+  // server may never do (the Gemini SDK does not even close it when its reader leaves).
+  const done = new AbortController();
   let received = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let ending: NodeJS.Timeout | undefined;
   return {
-    signal: AbortSignal.any([signal, stall.signal]),
+    signal: AbortSignal.any([signal, stall.signal, done.signal]),
     async *chunks(stream) {
       // Started by the first chunk, not before: a reasoning model may think in silence for minutes before
       // it writes anything, and the deadline bounds that wait. Between chunks, silence means trouble.
-      let timer: NodeJS.Timeout | undefined;
       try {
         for await (const chunk of stream) {
           received++;
@@ -39,12 +51,17 @@ export function guardStream(
       } catch (error) {
         // Ctrl-C or the deadline: withRetries knows which and says so.
         if (signal.aborted) throw error;
-        // A stall only matters if the reply is not complete yet (incomplete() says so): both SDKs read
-        // on after the last chunk until the connection closes, and a server may keep it open.
+        // A stall ends the chunks quietly: whether the reply was complete by then is the reader's to say
+        // (incomplete() says why not). After endsWithin it was.
         if (!stall.signal.aborted) throw readError(error);
       } finally {
         clearTimeout(timer);
+        clearTimeout(ending);
+        done.abort();
       }
+    },
+    endsWithin(ms) {
+      ending ??= setTimeout(() => stall.abort(), Math.min(ms, stallMs));
     },
     incomplete() {
       if (stall.signal.aborted) return stalled(provider, stallMs);
