@@ -83,7 +83,10 @@ export interface AgentOptions {
   quiet?: boolean;
   /** Where the trace's terminal lines go (default: stderr). */
   onTraceLine?: (line: string) => void;
-  /** Cancels the question (Ctrl-C): the model call stops, and the loop ends after the step it is in. */
+  /**
+   * Cancels the question (Ctrl-C): the model call or the running tool stops, the step's other calls do
+   * not start, and the loop ends after saving the step it is in.
+   */
   signal?: AbortSignal;
 }
 
@@ -104,7 +107,8 @@ export async function runAgent(
   const turn = new TurnInProgress(question, conversation, options.store, trace);
   const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
-  const context: ToolContext = { customer, conversation, llm: options.llm, ticketsOpened: 0 };
+  const { llm, signal } = options;
+  const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal };
   const callCounts = new Map<string, number>();
 
   for (let step = 1; step <= MAX_STEPS; step++) {

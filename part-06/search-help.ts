@@ -13,11 +13,16 @@ export interface SearchResult {
   note?: string;
 }
 
-export async function searchHelpCenter(question: string, llm: LlmSettings): Promise<SearchResult> {
+/** `signal` (Ctrl-C) stops the embedding call: the search then fails with the ProviderError 'aborted'. */
+export async function searchHelpCenter(
+  question: string,
+  llm: LlmSettings,
+  signal?: AbortSignal,
+): Promise<SearchResult> {
   const { model, total, indexed } = await indexStatus(llm.embeddingModel);
   if (!model || indexed === 0) return searchByKeywords(question);
   try {
-    const found = await searchByMeaning(question, llm);
+    const found = await searchByMeaning(question, llm, signal);
     // Chunks ingested since the last build-index cannot be found by meaning yet: the model should know
     // its search was partial (the person running Nimbus is told at start, with the command that fixes it).
     const missing = total - indexed;
@@ -28,8 +33,8 @@ export async function searchHelpCenter(question: string, llm: LlmSettings): Prom
         }
       : found;
   } catch (error) {
-    // The embedding API failing should cost the customer precision, not the answer.
-    if (!(error instanceof ProviderError)) throw error;
+    // The embedding API failing should cost the customer precision, not the answer. Cancelled is no failure.
+    if (!(error instanceof ProviderError) || error.kind === 'aborted') throw error;
     return {
       ...(await searchByKeywords(question)),
       note: `Embedding search failed (${error.message}); used keyword search.`,
@@ -42,8 +47,12 @@ export async function searchHelpCenter(question: string, llm: LlmSettings): Prom
  * normalising the question's vector the similarity is a dot product. A help center has a few
  * hundred chunks at most: comparing them all takes well under a millisecond.
  */
-async function searchByMeaning(question: string, llm: LlmSettings): Promise<SearchResult> {
-  const [vector] = await embed(llm, [question], 'query');
+async function searchByMeaning(
+  question: string,
+  llm: LlmSettings,
+  signal?: AbortSignal,
+): Promise<SearchResult> {
+  const [vector] = await embed(llm, [question], 'query', { signal });
   const q = normalise(vector);
   const chunks = await query<Array<{ title: string; text: string; embedding: Buffer }>>(
     `SELECT a.title, c.text, c.embedding FROM help_chunks c JOIN help_articles a ON a.id = c.article_id

@@ -24,6 +24,8 @@ export interface ToolContext {
   llm: LlmSettings;
   /** Tickets opened so far for the current question (see MAX_TICKETS_PER_TURN). */
   ticketsOpened: number;
+  /** The question's Ctrl-C: a tool that waits on the network (an embedding) stops when it fires. */
+  signal?: AbortSignal;
 }
 
 /** A tool: what the model is told, and the code that runs it. An entry script may add its own. */
@@ -296,7 +298,7 @@ const searchHelpCenterTool: Tool = {
     if (!text) throw new ArgumentError('query must be a non-empty text.');
     if (text.length > MAX_QUERY_LENGTH)
       throw new ArgumentError(`query must be at most ${MAX_QUERY_LENGTH} characters.`);
-    const found = await searchHelpCenter(text, context.llm);
+    const found = await searchHelpCenter(text, context.llm, context.signal);
     return found.results.length
       ? { ...found }
       : { ...found, note: found.note ?? 'Nothing relevant found in the help center.' };

@@ -136,6 +136,8 @@ export interface FakeProvider {
   /** Only the chat requests, in order. */
   chats(): ReceivedRequest[];
   reply(...replies: Reply[]): void;
+  /** Embedding requests wait for `gate` before they are answered, from now on; without one, at once. */
+  holdEmbeddings(gate?: Promise<unknown>): void;
   /** Replies not used yet. */
   pending(): number;
   /** Resolves when the n-th chat request (1-based) has arrived. */
@@ -168,6 +170,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   const requests: ReceivedRequest[] = [];
   const waiters: Array<{ n: number; resolve: (r: ReceivedRequest) => void }> = [];
   let counter = 0;
+  let embeddingGate: Promise<unknown> | undefined;
 
   const chats = () => requests.filter((r) => r.kind === 'chat');
   const notifyWaiters = () => {
@@ -213,6 +216,8 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     const model = route.model ?? String(body.model);
 
     if (route.kind === 'embed') {
+      if (embeddingGate) await embeddingGate;
+      if (record.aborted) return;
       record.status = 200;
       return send(res, 200, wire.embeddings(body, model));
     }
@@ -273,6 +278,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     requests,
     chats,
     reply: (...replies) => queue.push(...replies),
+    holdEmbeddings: (gate) => (embeddingGate = gate),
     pending: () => queue.length,
     waitForChat: (n) =>
       new Promise((resolve) => {
