@@ -3,8 +3,10 @@
 // MariaDB checks JSON columns: it rejects a lone UTF-16 surrogate (half an emoji) and 32 or more levels of
 // nesting. Every server refuses a statement larger than max_allowed_packet (16 MB by default on MariaDB),
 // and a huge answer counts twice, in `content` and in `provider_raw`. Rather than lose the whole turn,
-// the message is changed as little as possible, and the change is recorded in `storage_note`.
-import { isPlainObject, type Message } from '../../shared/llm/index.ts';
+// the message is changed as little as possible, and the change is recorded in `storage_note`. The
+// provider layer already bounds what a model writes (shared/llm/reply-limits.ts); this is the last line,
+// for any message: whatever its parts, it ends up within MAX_STORED_CHARS.
+import { isPlainObject, type AssistantMessage, type Message } from '../../shared/llm/index.ts';
 import { shorten, wellFormed } from '../../shared/text.ts';
 
 /** The most JSON characters one stored message may take: well inside any packet limit, even as 4-byte UTF-8. */
@@ -39,6 +41,11 @@ export function storable<T extends Message>(original: T): Storable<T> {
     message = cutDeepValues(message, MAX_JSON_DEPTH) as T;
     notes.push(`values nested deeper than ${MAX_JSON_DEPTH} levels replaced`);
   }
+  if (size(message) > MAX_STORED_CHARS && message.role === 'assistant' && message.tool_calls) {
+    const { message: smaller, count } = withoutLargestArguments(message);
+    message = smaller as T;
+    if (count) notes.push(`arguments of ${count} tool call${count === 1 ? '' : 's'} left out`);
+  }
   if (size(message) > MAX_STORED_CHARS && 'content' in message) {
     const over = size(message) - MAX_STORED_CHARS;
     const before = message.content.length;
@@ -49,6 +56,29 @@ export function storable<T extends Message>(original: T): Storable<T> {
     notes.push(`content shortened from ${before} to ${message.content.length} characters`);
   }
   return notes.length ? { message, note: notes.join('; ') } : { message };
+}
+
+/**
+ * The calls' arguments left out, the largest first, until the message fits: the calls ran (or were
+ * refused) already, so what is stored is a record, and each call keeps its id and name for its result.
+ */
+function withoutLargestArguments(message: AssistantMessage): {
+  message: AssistantMessage;
+  count: number;
+} {
+  const calls = [...(message.tool_calls ?? [])];
+  const bySize = calls
+    .map((call, i) => ({ i, chars: size(call.arguments) }))
+    .sort((a, b) => b.chars - a.chars);
+  let over = size(message) - MAX_STORED_CHARS;
+  let count = 0;
+  for (const { i, chars } of bySize) {
+    if (over <= 0 || chars <= 2) break;
+    calls[i] = { ...calls[i], arguments: {} };
+    over -= chars - 2;
+    count++;
+  }
+  return { message: { ...message, tool_calls: calls }, count };
 }
 
 function size(value: unknown): number {
