@@ -93,8 +93,9 @@ export async function forgetCustomer(
   for (const target of await leasedConversations(customerId)) targets.set(target.id, target);
   if (asking) targets.delete(asking);
   const release = await takeLeases([...targets.values()], { takeOver: true });
-  const releaseAsking = asking ? await takeFromOwnQuestion(asking) : async () => {};
+  let releaseAsking = async () => {};
   try {
+    if (asking) releaseAsking = await takeFromOwnQuestion(asking);
     const notes = (await forgetNotes(logDir, customerId, 'all')).length;
     const conversations: Removed[] = [];
     // Listed again: a conversation saved while the leases were being taken goes too.
