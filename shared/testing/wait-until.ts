@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Polls `check` until it returns true; fails with `what` if that never happens within `limitMs`. */
 export async function waitUntil(
   what: string,
-  check: () => Promise<boolean>,
+  check: () => boolean | Promise<boolean>,
   limitMs = 20_000,
 ): Promise<void> {
   const deadline = Date.now() + limitMs;
