@@ -1,4 +1,4 @@
-// Whatever comes in — odd ids, hostile text, a missing database, a rate limit — gets one clear line and nothing half-saved.
+// Whatever comes in — odd ids, hostile text, a missing database, a rate limit — gets one clear line and nothing half-saved (the core scripts; going further's limits through its own).
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -7,7 +7,7 @@ import { runScript } from '../../shared/testing/run-script.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
 import { MAX_QUESTION_CHARS } from '../going-further/question-limit.ts';
 import { loadMessages } from '../memory.ts';
-import { ensureDatabase } from '../setup-database.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
 let fake: FakeProvider;
@@ -17,7 +17,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {}); // the core scripts and the full Nimbus's share it
   env = { ...fake.env('gemini'), DB_NAME: db.name };
 });
 afterAll(async () => {
@@ -30,7 +30,7 @@ describe('conversation ids are checked wherever they enter', () => {
     ['ask.ts', ['--conversation=ABCDEF0123456789ABCDEF0123456789', 'Hi'], '--conversation'],
     ['chat.ts', ['--resume=../../etc/passwd'], '--resume'],
     ['show-conversation.ts', ["1' OR '1'='1"], 'show-conversation'],
-    ['forget.ts', ['12345'], 'forget'],
+    ['going-further/forget.ts', ['12345'], 'forget'],
   ])('%s refuses a malformed id: one line, exit 2', async (name, args, where) => {
     const result = await runScript(script(name), args, { env, input: '' });
     expect(result.code).toBe(2);
@@ -44,8 +44,10 @@ describe('conversation ids are checked wherever they enter', () => {
 });
 
 describe('flags that make no sense', () => {
-  it('bench.ts --runs=abc is refused instead of running 40, and quoted escaped', async () => {
-    const result = await runScript(script('bench.ts'), ['--runs=abc\x1b[2J'], { env });
+  it('going further’s bench.ts --runs=abc is refused instead of running 40, and quoted escaped', async () => {
+    const result = await runScript(script('going-further/bench.ts'), ['--runs=abc\x1b[2J'], {
+      env,
+    });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
       '--runs must be a whole number of at least 5 (got "abc\\x1b[2J").',
@@ -83,7 +85,6 @@ describe('a database that cannot be reached', () => {
 describe('hostile and unusual text', () => {
   it('is stored and shown exactly as typed: long, unicode, emoji, quotes and SQL', async () => {
     const question = `Ünïcödé 日本語 🎧🔥 "quotes" 'apostrophes' \\backslash\\ %_ wildcards '); DROP TABLE messages; -- ${'long text '.repeat(380)}end`;
-    expect(question.length).toBeLessThanOrEqual(MAX_QUESTION_CHARS);
     fake.reply((view) => ({ text: `Got ${view.lastUserText.length} characters.` }));
     const chat = await runScript(script('chat.ts'), ['--quiet'], { env, input: `${question}\n` });
     expect(chat.code).toBe(0);
@@ -94,10 +95,10 @@ describe('hostile and unusual text', () => {
     expect(shown.stdout).toContain(`user: ${question}`);
   });
 
-  it(`longer than ${MAX_QUESTION_CHARS} characters is refused before the model is called, and the chat goes on`, async () => {
+  it(`longer than ${MAX_QUESTION_CHARS} characters is refused by the full Nimbus before the model is called, and the chat goes on`, async () => {
     const before = fake.chats().length;
     fake.reply({ text: 'Short one answered.' });
-    const chat = await runScript(script('chat.ts'), ['--quiet'], {
+    const chat = await runScript(script('going-further/chat.ts'), ['--quiet'], {
       env,
       input: `${'x'.repeat(MAX_QUESTION_CHARS + 1)}\nShort one?\n`,
     });
@@ -107,7 +108,13 @@ describe('hostile and unusual text', () => {
     );
     expect(chat.stdout).toContain('Nimbus: Short one answered.');
     expect(fake.chats()).toHaveLength(before + 1);
-    const ask = await runScript(script('ask.ts'), ['x'.repeat(MAX_QUESTION_CHARS + 1)], { env });
+    const ask = await runScript(
+      script('going-further/ask.ts'),
+      ['x'.repeat(MAX_QUESTION_CHARS + 1)],
+      {
+        env,
+      },
+    );
     expect(ask.code).toBe(2);
     expect(fake.chats()).toHaveLength(before + 1);
   });
