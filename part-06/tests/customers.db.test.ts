@@ -8,14 +8,14 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { signIn } from '../session.ts';
-import { ensureDatabase } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { saveNote } from '../going-further/customer-notes.ts';
-import { fullSession } from './test-session.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
+import { coreSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
-const FORGET = fileURLToPath(new URL('../forget.ts', import.meta.url));
+const FORGET = fileURLToPath(new URL('../going-further/forget.ts', import.meta.url));
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -24,7 +24,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {}); // forget.ts is going further's: its tables too
   env = { ...fake.env('openai'), DB_NAME: db.name };
 });
 afterAll(async () => {
@@ -35,7 +35,7 @@ afterAll(async () => {
 /** One answered question as `email` (in this process: signing in is tested through the scripts below); returns the conversation id. */
 async function conversationOf(email: string): Promise<string> {
   fake.reply({ text: 'Hello!' });
-  const session = fullSession(await signIn(email, undefined), fake.llm('gemini'));
+  const session = coreSession(await signIn(email, undefined), fake.llm('gemini'));
   await session.ask('Hi');
   return session.conversation.id;
 }
@@ -133,7 +133,7 @@ describe('conversations belong to their customer', () => {
     expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
   });
 
-  it("forget.ts --customer deletes every conversation and note of that customer, everywhere, and no one else's, whatever the case of the address", async () => {
+  it("going further's forget.ts --customer deletes every conversation and note of that customer, everywhere, and no one else's, whatever the case of the address", async () => {
     // Stored as typed at sign-up, not in lower case: the exact address must find it too.
     await query(
       "INSERT INTO customers (name, email) VALUES ('Zoe Mixed', 'Zoe.Mixed@Example.com')",
