@@ -19,7 +19,8 @@ import { runScript } from '../../shared/testing/run-script.ts';
 import { newConversation } from '../memory.ts';
 import { systemPrompt } from '../prompt.ts';
 import type { Customer } from '../session.ts';
-import { ensureDatabase, planReset } from '../setup-database.ts';
+import { planReset } from '../setup-database.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { runTool, type ToolContext } from '../tools.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { exportCustomer } from '../going-further/customer-export.ts';
@@ -37,9 +38,9 @@ import { fullSession } from './test-session.ts';
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const liam: Customer = { id: 2, name: "Liam O'Brien", email: 'liam.obrien@example.com' };
-const EXPORT = fileURLToPath(new URL('../export-customer.ts', import.meta.url));
-const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
-const SHOW_NOTES = fileURLToPath(new URL('../show-notes.ts', import.meta.url));
+const EXPORT = fileURLToPath(new URL('../going-further/export-customer.ts', import.meta.url));
+const SHOW = fileURLToPath(new URL('../going-further/show-conversation.ts', import.meta.url));
+const SHOW_NOTES = fileURLToPath(new URL('../going-further/show-notes.ts', import.meta.url));
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -51,7 +52,7 @@ let memoryTools: ReturnType<typeof customerMemoryTools>;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-notes-logs-'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
   memoryTools = customerMemoryTools(logs);
@@ -420,7 +421,11 @@ describe('forgetting', () => {
     ]);
     // The second conversation's one question wrote the note: its trace had nothing else, so it is gone.
     expect(existsSync(conversationTraceFile(logs, second.conversation.id))).toBe(false);
-    expect(await call(question(customer), 'forget_notes', { all: true })).toEqual({ forgotten: 0 });
+    // Nothing left to forget; and the model is told what forgetting notes does not delete.
+    expect(await call(question(customer), 'forget_notes', { all: true })).toEqual({
+      forgotten: 0,
+      still_kept: expect.stringMatching(/^Their earlier conversations with you/),
+    });
     expect(await call(question(customer), 'forget_notes', {})).toEqual({
       error: 'Give either note_id or all: true.',
     });
@@ -432,8 +437,9 @@ describe('forgetting', () => {
     fake.reply(remember('Call me Sam.'), { text: 'Noted.' });
     await session.ask('Please remember to call me Sam.');
     await saveNote(customer.id, 'b'.repeat(32), 'Said somewhere else.', null);
+    // The chapter's reset drops going further's tables too, and names their rows.
     expect((await planReset()).losses).toContainEqual(
-      expect.stringMatching(/^\d+ customer notes$/),
+      expect.stringMatching(/^\d+ rows? of customer_notes$/),
     );
 
     const removed = await forgetConversation(logs, session.conversation.id);

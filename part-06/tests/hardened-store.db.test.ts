@@ -13,7 +13,7 @@ import {
   type Conversation,
   type StoredMessage,
 } from '../memory.ts';
-import { ensureDatabase } from '../setup-database.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { ConversationDeleted, hardenedStore } from '../going-further/hardened-store.ts';
 import { MAX_STORED_CHARS } from '../going-further/storable.ts';
@@ -24,7 +24,7 @@ import { DEFAULT_BUDGET } from './test-session.ts';
 let db: ScratchDatabase;
 beforeAll(async () => {
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {});
 });
 afterAll(() => db.drop());
 

@@ -1,4 +1,4 @@
-// A reset while a question is being answered waits for it, so nothing of that conversation is written after the reset.
+// Going further: a reset while a question is being answered waits for it, so nothing of that conversation is written after the reset.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
@@ -7,14 +7,13 @@ import { logDir } from '../../shared/config.ts';
 import { connectionOptions } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
-import { waitUntil } from '../../shared/testing/wait-until.ts';
-import { ensureDatabase } from '../setup-database.ts';
+import { collect, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { fullSession } from './test-session.ts';
 
-const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
-const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
+const CHAT = fileURLToPath(new URL('../going-further/chat.ts', import.meta.url));
+const SETUP = fileURLToPath(new URL('../going-further/setup.ts', import.meta.url));
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -23,7 +22,7 @@ let admin: mysql.Connection;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {});
   admin = await mysql.createConnection(connectionOptions());
 });
 afterAll(async () => {
@@ -32,7 +31,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-describe('setup.ts --yes while a question is being answered', () => {
+describe('going further’s setup.ts --yes while a question is being answered', () => {
   it('waits for the question, then deletes its conversation and trace: nothing is written after the reset', async () => {
     fake.reply({ text: 'Hello!' });
     const session = fullSession(maya, fake.llm('gemini'));
@@ -47,15 +46,11 @@ describe('setup.ts --yes while a question is being answered', () => {
     const chatDone = collect(chat);
     chat.stdin.write('Where is order 1042?\n');
     await fake.waitForChat(2);
-    const reset = runScript(SETUP, ['--yes'], { env });
-    // The reset waits for the question's conversation lock, on this file's own database.
-    await waitUntil('the reset waits for the question', async () => {
-      const [rows] = await admin.query<mysql.RowDataPacket[]>(
-        'SELECT 1 FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE ?',
-        [db.name, `%GET_LOCK('nimbus-conversation:${id}'%`],
-      );
-      return rows.length > 0;
-    });
+    const resetting = startScript(SETUP, ['--yes'], { env });
+    const reset = collect(resetting);
+    resetting.stdin.end();
+    // The reset waits for the question's lease, and says so.
+    await waitForOutput(resetting, 'Waiting for the questions being answered to finish…');
     release();
     await waitForOutput(chat, 'Nimbus: Shipped.');
     const done = await reset;

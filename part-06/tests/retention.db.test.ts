@@ -1,4 +1,4 @@
-// forget.ts and prune.ts delete a conversation everywhere: no table row and no log line keeps its id or words.
+// Going further: forget.ts and prune.ts delete a conversation everywhere: no table row and no log line keeps its id or words.
 import {
   existsSync,
   mkdirSync,
@@ -18,14 +18,14 @@ import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { ensureDatabase } from '../setup-database.ts';
+import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { saveNote } from '../going-further/customer-notes.ts';
 import { fullSession } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 
-const FORGET = fileURLToPath(new URL('../forget.ts', import.meta.url));
-const PRUNE = fileURLToPath(new URL('../prune.ts', import.meta.url));
+const FORGET = fileURLToPath(new URL('../going-further/forget.ts', import.meta.url));
+const PRUNE = fileURLToPath(new URL('../going-further/prune.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
@@ -34,7 +34,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureDatabase(() => {});
+  await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-logs-'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
 });
@@ -84,8 +84,14 @@ describe('forget.ts', () => {
       'table messages',
       `file conversations/${gone}.jsonl`,
     ]);
+    // The id is in its rows, the words index search_past_conversations reads, and the trace file.
     expect((await whereIs(gone)).sort()).toEqual(
-      ['table conversations', 'table messages', `file conversations/${gone}.jsonl`].sort(),
+      [
+        'table conversations',
+        'table message_words',
+        'table messages',
+        `file conversations/${gone}.jsonl`,
+      ].sort(),
     );
 
     const result = await runScript(FORGET, [gone], { env });
@@ -95,7 +101,7 @@ describe('forget.ts', () => {
     );
     expect(await whereIs('periwinkle-7731')).toEqual([]);
     expect(await whereIs(gone)).toEqual([]);
-    expect(await whereIs(kept)).toHaveLength(3); // the other conversation is untouched
+    expect(await whereIs(kept)).toHaveLength(4); // the other conversation is untouched
     expect(await whereIs('marigold-2208')).toHaveLength(2);
 
     const again = await runScript(FORGET, [gone], { env });
