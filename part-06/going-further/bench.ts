@@ -1,7 +1,4 @@
 // Going further: measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import { UsageError, parseFlags, runMain } from '../../shared/cli.ts';
@@ -12,7 +9,7 @@ import { printable, printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { loadMessages, newConversation, type Conversation, type StoredMessage } from '../memory.ts';
 import { hardenedStore } from './hardened-store.ts';
-import { splitSqlStatements } from '../split-sql.ts';
+import { ensureFullDatabase } from './database-setup.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]')}
 
@@ -22,7 +19,6 @@ memory cost of one question (loadContext: load + build context) and of saving on
 over a 30-turn conversation. The scratch database is dropped at the end, also after Ctrl-C.`;
 
 const SIZES = [10, 100, 1_000, 10_000];
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -56,14 +52,9 @@ await runMain(async () => {
   process.stdout.on('error', dropAndLeave);
   process.env.DB_NAME = database;
   try {
+    // The tables the full Nimbus uses, with the sample store (its customer 1 owns the conversations).
+    await ensureFullDatabase(() => {});
     await admin.query(`USE \`${database}\``);
-    for (const statement of splitSqlStatements(
-      await readFile(path.join(HERE, '..', 'schema.sql'), 'utf8'),
-    ))
-      await admin.query(statement);
-    await admin.query(
-      "INSERT INTO customers (id, name, email) VALUES (1, 'Bench Customer', 'bench@example.com')",
-    );
 
     // The store chat.ts uses, against the plain version: every message read, then trimmed.
     const store = hardenedStore(budget);
