@@ -26,9 +26,12 @@ const COMMANDS = ['start', 'stop', 'status'];
 
 await runMain(async () => {
   const { positionals } = parseFlags({ options: {}, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('Give one command: start, stop or status.');
   const command = positionals[0];
-  if (positionals.length !== 1 || !COMMANDS.includes(command))
-    throw new UsageError('Say what to do: start, stop or status.');
+  if (!COMMANDS.includes(command))
+    throw new UsageError(
+      `Unknown command "${printable(command, { singleLine: true })}": use start, stop or status.`,
+    );
   // CLUSTER_DIR: where the nodes' datadirs live; a relative path is taken from the repository root.
   const dir = path.resolve(ROOT_DIR, process.env.CLUSTER_DIR?.trim() || '.cluster');
   try {
@@ -48,7 +51,7 @@ async function start(dir: string): Promise<void> {
     console.log(`A cluster is already running in ${displayPath(dir)} (since ${info.startedAt}):`);
   printNodes(info);
   console.log(`\nTo use it, put this line in .env:\nDB_HOSTS=${clusterHosts(info)}`);
-  console.log(`\n${commandFor(import.meta.url, 'stop')} stops it and deletes its data.`);
+  console.log(`\nStop it, deleting its data, with: ${commandFor(import.meta.url, 'stop')}`);
 }
 
 function printNodes(info: ClusterInfo): void {

@@ -100,10 +100,12 @@ export async function startCluster(
   const programs = await checkPrerequisites();
   const running = readCluster(dir);
   if (running && runningNodes(running).length) return { ...running, alreadyRunning: true };
+  // mariadbd refuses to run as root, and rsync SST as root writes as `nobody`: as root, nodes run as mysql.
+  const runAs = process.getuid?.() === 0 ? 'mysql' : undefined;
+  if (runAs) checkReachable(dir, runAs);
   prepareFolder(dir, running, log);
 
   const started = Date.now();
-  const runAs = process.getuid?.() === 0 ? 'mysql' : undefined;
   const info = await planCluster(dir, count, runAs);
   writeState(info); // written first, so `stop` (or the next start) can clean up after any failure
   log(`Initialising ${count} datadirs in ${dir}…`);
@@ -114,7 +116,7 @@ export async function startCluster(
   try {
     await waitUntilSynced(info, info.nodes, () => count);
   } catch (error) {
-    for (const node of runningNodes(info)) process.kill(node.pid, 'SIGKILL');
+    for (const node of info.nodes) signal(node, 'SIGKILL'); // a half-started cluster is of no use
     throw error;
   }
   log(`All ${count} nodes Synced in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
@@ -148,9 +150,9 @@ export async function stopCluster(dir: string): Promise<StopReport> {
     return { stopped: [], killed: [] };
   }
   const running = runningNodes(info);
-  for (const node of running) process.kill(node.pid, 'SIGTERM');
+  for (const node of running) signal(node, 'SIGTERM');
   const stubborn = await waitForExit(running, STOP_LIMIT_MS);
-  for (const node of stubborn) process.kill(node.pid, 'SIGKILL');
+  for (const node of stubborn) signal(node, 'SIGKILL');
   const survivors = await waitForExit(stubborn, 10_000);
   if (survivors.length)
     throw new ClusterError(`Node ${survivors[0].node} (pid ${survivors[0].pid}) would not stop.`);
@@ -167,7 +169,7 @@ export async function stopCluster(dir: string): Promise<StopReport> {
 export async function killNode(dir: string, node: number): Promise<void> {
   const target = nodeOf(readClusterOrFail(dir), node);
   if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
-  process.kill(target.pid, 'SIGKILL');
+  signal(target, 'SIGKILL');
   if ((await waitForExit([target], 10_000)).length)
     throw new ClusterError(`Node ${node} (pid ${target.pid}) is still running after SIGKILL.`);
 }
@@ -230,19 +232,25 @@ async function checkPrerequisites(): Promise<Programs> {
   };
   const missing: string[] = [];
   if (!fs.existsSync(GALERA_LIBRARY)) missing.push(`the Galera library (${GALERA_LIBRARY})`);
-  // Asked for their version rather than looked up on PATH, so this module never reads the environment.
+  // Each program is run rather than looked up on PATH, so this module never reads the environment.
+  // Not mariadb-install-db: it ignores --version and would initialise the system's datadir.
   for (const program of [programs.mariadbd, 'rsync']) {
-    try {
-      await run(program, ['--version'], { timeout: 10_000 });
-    } catch {
-      missing.push(path.basename(program));
-    }
+    if (await isMissing(program)) missing.push(path.basename(program));
   }
   if (missing.length)
     throw new ClusterError(
       `A local Galera cluster needs ${missing.join(', ')}: install them with \`${INSTALL_HINT}\`.`,
     );
   return programs;
+}
+
+async function isMissing(program: string): Promise<boolean> {
+  try {
+    await run(program, ['--version'], { timeout: 10_000 });
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT'; // any other failure: it is there
+  }
 }
 
 /** Debian's path if the file is there, else the bare name, which spawn looks up on PATH. */
@@ -261,6 +269,20 @@ function prepareFolder(dir: string, stopped: ClusterInfo | undefined, log: (line
   }
   fs.mkdirSync(dir, { recursive: true });
   fs.chmodSync(dir, 0o755); // the nodes run as `mysql` when we are root: it must be able to go in
+}
+
+/**
+ * Can `user` (mysql) reach `dir`? Every folder above it must let others in (o+x): a cluster under
+ * /root would fail with "Permission denied" deep inside mariadb-install-db.
+ */
+function checkReachable(dir: string, user: string): void {
+  for (let folder = path.dirname(dir); ; folder = path.dirname(folder)) {
+    if (fs.existsSync(folder) && (fs.statSync(folder).mode & 0o001) === 0)
+      throw new ClusterError(
+        `The nodes run as ${user}, which cannot enter ${folder}: put the cluster in a folder it can reach, e.g. under /tmp.`,
+      );
+    if (folder === path.dirname(folder)) return;
+  }
 }
 
 /** Names, ports and folders for every node; nothing is started yet. */
@@ -333,6 +355,8 @@ async function initialiseDatadirs(info: ClusterInfo, installDb: string): Promise
     ],
     { timeout: 120_000 },
   ).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new ClusterError(`mariadb-install-db is missing: install it with \`${INSTALL_HINT}\`.`);
     throw new ClusterError(`mariadb-install-db failed: ${describe(error)}`);
   });
   for (const node of others) fs.cpSync(first.datadir, node.datadir, { recursive: true });
@@ -385,13 +409,18 @@ function nodeArgs(info: ClusterInfo, node: ClusterNode): string[] {
   const provider = [
     `gmcast.listen_addr=tcp://${HOST}:${node.gcommPort}`,
     `ist.recv_addr=${HOST}:${node.istPort}`,
-    // The writes kept for IST: 128 MB covers a node away for minutes under the benchmark's load.
+    // The writes kept for IST (Galera's default, said here because IST depends on it): at 1 MB/s of
+    // writes, a node away for two minutes still rejoins by IST rather than by a full copy.
     'gcache.size=128M',
-    // Restores the primary component from gvwstate.dat: the fast start relies on it.
+    // Restores the primary component from gvwstate.dat: the fast start relies on it. Each node then
+    // waits for all the others; 60 s (not 30) leaves time for a slow machine to start the last one.
     'pc.recovery=TRUE',
-    // A crashed node is declared gone after 3 s instead of 5 s: writes elsewhere wait less.
+    'pc.wait_prim_timeout=PT60S',
+    // A crashed node is declared gone after 3 s instead of 5 s: writes elsewhere wait less for it.
     'evs.suspect_timeout=PT3S',
     'evs.inactive_timeout=PT6S',
+    // Membership messages are resent every 0.3 s instead of 1 s: on loopback the nodes agree on a
+    // new view (at start, or when one rejoins) about 2 s sooner.
     'evs.join_retrans_period=PT0.3S',
   ];
   return [
@@ -485,6 +514,16 @@ function isNodeRunning(node: ClusterNode): boolean {
   }
 }
 
+/** Sends `name` to the node's process if it is still this node's mariadbd (it may just have exited). */
+function signal(node: ClusterNode, name: NodeJS.Signals): void {
+  if (!isNodeRunning(node)) return;
+  try {
+    process.kill(node.pid, name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
 function runningNodes(info: ClusterInfo): ClusterNode[] {
   return info.nodes.filter(isNodeRunning);
 }
@@ -552,7 +591,7 @@ async function askWsrep(port: number): Promise<{ state: string; clusterSize: num
       clusterSize: Number(value('wsrep_cluster_size') ?? 0),
     };
   } finally {
-    connection.destroy();
+    await connection.end().catch(() => connection.destroy());
   }
 }
 
