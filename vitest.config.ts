@@ -60,6 +60,8 @@ export default defineConfig({
       MEMORY_MAX_CHARS: '',
       MEMORY_RECENT_TURNS: '',
       MEMORY_NOTES_MAX_CHARS: '',
+      MAX_QUESTIONS_PER_RUN: '',
+      MAX_TOKENS_PER_RUN: '',
       LLM_TIMEOUT_SECONDS: '',
       DB_TIMEOUT_SECONDS: '',
       LOG_DIR: testLogs,

@@ -5,7 +5,7 @@ import { DatabaseCancelled, DatabaseError } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { memoryBudget } from '../context.ts';
-import { runAgent, type AgentOptions } from '../agent.ts';
+import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
 import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './conversation-lock.ts';
@@ -13,20 +13,27 @@ import { storeAndTools } from './agent-setup.ts';
 import { ensureFullDatabase } from './database-setup.ts';
 import { ConversationDeleted } from './hardened-store.ts';
 import { offerToBuildIndex } from './index-offer.ts';
-import { LineInput } from './line-input.ts';
+import { LineInput, LongLine } from './line-input.ts';
 import { answerPrinter, CANCELLED_BEFORE_START } from './answer-printer.ts';
-import { checkQuestion, QuestionTooLong } from './question-limit.ts';
+import { MAX_QUESTION_CHARS, tooLong } from './question-limit.ts';
 import { notesBudget } from './recall.ts';
+import { runBudget, RunSpending } from './run-budget.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
 Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every exchange is saved;
 continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
 leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed meanwhile); at an
-empty prompt it leaves. --quiet hides the step-by-step trace lines.`;
+empty prompt it leaves. A run ends after MAX_QUESTIONS_PER_RUN questions or MAX_TOKENS_PER_RUN
+tokens (.env). --quiet hides the step-by-step trace lines.`;
 
-/** Everything a question needs besides its text: who asks, where, and how the agent runs. */
-type Chat = { customer: Customer; conversation: Conversation; options: AgentOptions };
+/** Everything a question needs besides its text: who asks, where, how the agent runs, the run's spending. */
+type Chat = {
+  customer: Customer;
+  conversation: Conversation;
+  options: AgentOptions;
+  spending: RunSpending;
+};
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -49,6 +56,7 @@ await runMain(async () => {
   const logDir = ensureLogDir();
   const budget = memoryBudget();
   const notesMaxChars = notesBudget();
+  const spending = new RunSpending(runBudget());
   await ensureFullDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -63,8 +71,8 @@ await runMain(async () => {
   // The hardened store, the customer's notes and their tools: going further, set up in one place.
   const agent = { llm, logDir, quiet: values.quiet };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const chat: Chat = { customer, conversation, options };
-  const lines = new LineInput();
+  const chat: Chat = { customer, conversation, options, spending };
+  const lines = new LineInput(process.stdin, MAX_QUESTION_CHARS);
   await offerToBuildIndex(llm, lines);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
   await chatLoop(chat, lines);
@@ -78,7 +86,10 @@ await runMain(async () => {
   console.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
 }, USAGE);
 
-/** Reads questions until exit, Ctrl-D or the end of the input; Ctrl-C cancels the one in progress. */
+/**
+ * Reads questions until exit, Ctrl-D, the end of the input or the end of the run's budget; Ctrl-C
+ * cancels the one in progress.
+ */
 async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
   let working: AbortController | undefined;
   // Ctrl-C cancels the question in progress (and the line input drops the lines typed meanwhile).
@@ -88,15 +99,22 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
   });
   try {
     for (let line = await lines.next(); line !== undefined; line = await lines.next()) {
+      // Too long to be worth sending: said, and the chat goes on (the line was never held whole).
+      if (line instanceof LongLine) {
+        console.error(`${tooLong(line.length)}\n`);
+        continue;
+      }
       const question = line.trim();
       if (/^(exit|quit)$/i.test(question)) return;
       if (!question) continue;
       working = new AbortController();
       try {
-        await ask(question, chat, working.signal);
+        chat.spending.add((await ask(question, chat, working.signal))?.usage);
       } finally {
         working = undefined;
       }
+      const spent = chat.spending.spent();
+      if (spent) return void console.log(spent);
     }
     console.log(); // Ctrl-D or Ctrl-C left the cursor after "You: "
   } finally {
@@ -104,12 +122,18 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
   }
 }
 
-/** One question. What goes wrong with it is said in one line and the chat goes on, except a setup problem. */
-async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<void> {
+/**
+ * One question; its result, unless it failed before the agent finished. What goes wrong is said in one
+ * line and the chat goes on, except a setup problem.
+ */
+async function ask(
+  question: string,
+  chat: Chat,
+  signal: AbortSignal,
+): Promise<AgentResult | undefined> {
   const out = answerPrinter(); // the answer as it streams in, the trace lines around it
   const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   try {
-    checkQuestion(question);
     const options = {
       ...chat.options,
       signal,
@@ -122,6 +146,7 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
       { signal, onWait },
     );
     out.finish(result);
+    return result;
   } catch (error) {
     out.breakLine();
     if (error instanceof ConversationDeleted) {
@@ -131,10 +156,9 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
     }
     if (error instanceof DatabaseCancelled) console.log(dim(`(${CANCELLED_BEFORE_START})\n`));
     // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
-    else if (error instanceof QuestionTooLong || error instanceof DatabaseError) {
-      console.error(`${printable(error.message)}\n`);
-    }
+    else if (error instanceof DatabaseError) console.error(`${printable(error.message)}\n`);
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
+    return undefined;
   }
 }
