@@ -1,8 +1,8 @@
-// The database is created on a first run, gains what is missing later, and is reset only when asked, saying what goes.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+// The database is created on a first run, gains what is missing later, and is reset only when asked, saying what goes (going further's tables too).
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { logDir } from '../../shared/config.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -10,17 +10,24 @@ import { runScript } from '../../shared/testing/run-script.ts';
 import { newConversation, saveMessages } from '../memory.ts';
 import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
+import { checkFullDatabase, ensureFullDatabase } from '../going-further/database-setup.ts';
 
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 let db: ScratchDatabase;
 const log: string[] = [];
+/** This file's own trace folder: the reset deletes trace files, and no other test's. */
+let logs: string;
 
 beforeAll(async () => {
   db = await createScratchDatabase();
   await ensureDatabase((line) => log.push(line));
+  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-setup-logs-'));
 });
-afterAll(() => db.drop());
+afterAll(async () => {
+  rmSync(logs, { recursive: true, force: true });
+  await db.drop();
+});
 
 const tables = async () =>
   (
@@ -56,8 +63,8 @@ async function snapshot() {
   return result;
 }
 
-/** The rows there are now, as the reset's question lists them, then `more`: "8 customers, … and 1 trace file". */
-async function losses(...more: string[]): Promise<string> {
+/** The rows there are now, as the reset's question lists them: "8 customers, … and 1 conversation (2 messages)". */
+async function losses(): Promise<string> {
   const n = (value: number, noun: string) => `${value} ${noun}${value === 1 ? '' : 's'}`;
   const items = [
     n(await count('customers'), 'customer'),
@@ -69,27 +76,33 @@ async function losses(...more: string[]): Promise<string> {
   const conversations = await count('conversations');
   if (conversations)
     items.push(`${n(conversations, 'conversation')} (${n(await count('messages'), 'message')})`);
-  const notes = await count('customer_notes');
-  if (notes) items.push(n(notes, 'customer note'));
-  items.push(...more);
   return `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
-/** A conversation with one saved turn, a ticket and a note: what people wrote, which only an explicit reset may delete. */
+/** A conversation with one saved turn and a ticket: what people wrote, which only an explicit reset may delete. */
 async function somethingToLose(): Promise<string> {
   const conversation = newConversation(1);
   await saveMessages(conversation, [
     { message: { role: 'user', content: 'Hi' } },
     { message: { role: 'assistant', content: 'Hello!' } },
   ]);
+  // One open ticket per request (going further keeps it so): an earlier test's is closed first.
+  await query("UPDATE tickets SET status = 'closed'");
   await query(
     "INSERT INTO tickets (customer_id, category, summary) VALUES (1, 'other', 'Keep me')",
   );
-  await query('INSERT INTO customer_notes (customer_id, text, conversation_id) VALUES (1, ?, ?)', [
-    `Keep me too, ${conversation.id}.`,
-    conversation.id,
-  ]);
   return conversation.id;
+}
+
+/** Runs `fn` on a scratch database of its own, then points this process back at the file's. */
+async function onItsOwnDatabase(fn: (name: string) => Promise<void>): Promise<void> {
+  const scratch = await createScratchDatabase();
+  try {
+    await fn(scratch.name);
+  } finally {
+    await scratch.drop();
+    process.env.DB_NAME = db.name;
+  }
 }
 
 describe('a first run', () => {
@@ -116,50 +129,63 @@ describe('a first run', () => {
   it('creates only what is missing: a database from the chapter before gains the memory tables and keeps the rest', async () => {
     await somethingToLose();
     const tickets = await count('tickets');
-    for (const table of ['message_text', 'customer_notes', 'messages', 'conversations'])
-      await query(`DROP TABLE ${table}`); // as a Part 5 database has it
+    for (const table of ['messages', 'conversations']) await query(`DROP TABLE ${table}`); // as a Part 5 database has it
     const lines: string[] = [];
     await ensureDatabase((line) => lines.push(line));
-    expect(lines).toEqual([
-      `Database "${db.name}": creating conversations, messages, customer_notes, message_text.`,
-    ]);
+    expect(lines).toEqual([`Database "${db.name}": creating conversations, messages.`]);
     expect(await tables()).toEqual([...TABLES].sort());
     expect(await count('tickets')).toBe(tickets);
     expect(await count('orders')).toBe(20);
   });
+});
 
-  it('brings an older memory up to date: messages numbered by seq, then the customer-notes tables, conversations kept', async () => {
-    const id = await somethingToLose();
-    // An earlier version of this chapter: messages ordered by an AUTO_INCREMENT id, no notes yet.
-    for (const table of ['message_text', 'customer_notes', 'messages'])
-      await query(`DROP TABLE ${table}`);
-    await query(
-      `CREATE TABLE messages (
-         id INT UNSIGNED NOT NULL AUTO_INCREMENT, conversation_id CHAR(32) CHARACTER SET ascii NOT NULL,
-         role ENUM('user', 'assistant', 'tool') NOT NULL, data JSON NOT NULL,
-         input_tokens INT UNSIGNED NULL, output_tokens INT UNSIGNED NULL, request_chars INT UNSIGNED NULL,
-         storage_note VARCHAR(255) NULL, created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-         PRIMARY KEY (id), KEY idx_messages_conversation (conversation_id, id)
-       ) DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci`,
-    );
-    await query(
-      `INSERT INTO messages (conversation_id, role, data) VALUES
-         (?, 'user', '{"role":"user","content":"Hi"}'), (?, 'assistant', '{"role":"assistant","content":"Hello!"}')`,
-      [id, id],
-    );
-    const lines: string[] = [];
-    await ensureDatabase((line) => lines.push(line));
-    expect(lines).toEqual([
-      `Database "${db.name}": creating customer_notes, message_text.`,
-      `Database "${db.name}": numbering the stored messages of each conversation (seq).`,
-    ]);
-    expect(await tables()).toEqual([...TABLES].sort());
-    expect(
-      await query('SELECT seq, role FROM messages WHERE conversation_id = ? ORDER BY seq', [id]),
-    ).toEqual([
-      { seq: 1, role: 'user' },
-      { seq: 2, role: 'assistant' },
-    ]);
+describe("going further's first run", () => {
+  it('adds its own tables to the chapter’s and changes nothing the second time', async () => {
+    await onItsOwnDatabase(async (name) => {
+      await ensureDatabase(() => {});
+      const lines: string[] = [];
+      await ensureFullDatabase((line) => lines.push(line));
+      expect(lines.length).toBeGreaterThan(0);
+      expect(lines.every((line) => line.startsWith(`Database "${name}": `))).toBe(true);
+      expect(await tables()).toEqual(expect.arrayContaining([...TABLES, 'customer_notes']));
+      const again: string[] = [];
+      await ensureFullDatabase((line) => again.push(line));
+      expect(again).toEqual([]);
+    });
+  });
+
+  it('brings an older memory up to date: messages numbered by seq, conversations kept', async () => {
+    await onItsOwnDatabase(async (name) => {
+      await ensureDatabase(() => {});
+      const id = await somethingToLose();
+      // An earlier version of this chapter: messages ordered by an AUTO_INCREMENT id.
+      await query('DROP TABLE messages');
+      await query(
+        `CREATE TABLE messages (
+           id INT UNSIGNED NOT NULL AUTO_INCREMENT, conversation_id CHAR(32) CHARACTER SET ascii NOT NULL,
+           role ENUM('user', 'assistant', 'tool') NOT NULL, data JSON NOT NULL,
+           input_tokens INT UNSIGNED NULL, output_tokens INT UNSIGNED NULL, request_chars INT UNSIGNED NULL,
+           storage_note VARCHAR(255) NULL, created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+           PRIMARY KEY (id), KEY idx_messages_conversation (conversation_id, id)
+         ) DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci`,
+      );
+      await query(
+        `INSERT INTO messages (conversation_id, role, data) VALUES
+           (?, 'user', '{"role":"user","content":"Hi"}'), (?, 'assistant', '{"role":"assistant","content":"Hello!"}')`,
+        [id, id],
+      );
+      const lines: string[] = [];
+      await ensureFullDatabase((line) => lines.push(line));
+      expect(lines).toContain(
+        `Database "${name}": numbering the stored messages of each conversation (seq).`,
+      );
+      expect(
+        await query('SELECT seq, role FROM messages WHERE conversation_id = ? ORDER BY seq', [id]),
+      ).toEqual([
+        { seq: 1, role: 'user' },
+        { seq: 2, role: 'assistant' },
+      ]);
+    });
   });
 });
 
@@ -181,40 +207,51 @@ describe('first runs started at the same moment', () => {
 });
 
 describe('commands that only read', () => {
-  it('never create tables: they say in one line what to run', async () => {
-    const empty = await createScratchDatabase();
-    try {
-      const result = await runScript(SHOW, [], { env: { DB_NAME: empty.name } });
+  it('never create tables: the core viewer says in one line what is missing and what to run', async () => {
+    await onItsOwnDatabase(async (name) => {
+      const result = await runScript(SHOW, [], { env: { DB_NAME: name } });
       expect(result.code).toBe(1);
-      expect(result.stderr).toBe(
-        `Database "${empty.name}" has no Nimbus tables yet. Create them with: npx tsx part-06/setup.ts\n`,
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^Table '${name}\\.conversations' doesn't exist in MySQL at [^ ]+\\. Run: npm run setup\\n$`,
+        ),
       );
-      expect(
-        await query('SELECT table_name FROM information_schema.tables WHERE table_schema = ?', [
-          empty.name,
-        ]),
-      ).toEqual([]);
-    } finally {
-      await empty.drop();
-      process.env.DB_NAME = db.name;
-    }
+      expect(await tables()).toEqual([]);
+    });
+  });
+
+  it("never create tables: going further's (checkFullDatabase) name the missing ones and the chat that creates them", async () => {
+    await onItsOwnDatabase(async (name) => {
+      await ensureDatabase(() => {});
+      const error = await checkFullDatabase().catch((e: Error) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(
+        new RegExp(
+          `^Database "${name}" has no \\w+( or \\w+)* table yet: a first run of the chat creates (it|them) \\(npx tsx part-06/going-further/chat\\.ts\\)\\.$`,
+        ),
+      );
+      expect((error as Error).message).toContain('customer_notes');
+      expect(await tables()).toEqual([...TABLES].sort());
+      await ensureFullDatabase(() => {});
+      await expect(checkFullDatabase()).resolves.toBeUndefined();
+    });
   });
 });
 
 describe('setup.ts resets, and only when told to', () => {
   it('says what it would delete and changes nothing without a terminal to ask on or --yes', async () => {
     const id = await somethingToLose();
-    const trace = conversationTraceFile(logDir(), id);
+    const trace = conversationTraceFile(logs, id);
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
     const conversations = await count('conversations');
-    const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+    const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name, LOG_DIR: logs } });
     expect(refused.code).toBe(2);
     expect(refused.stdout).toBe(
-      `Resetting database "${db.name}" deletes ${await losses('1 trace file')}.\n`,
+      `Resetting database "${db.name}" deletes ${await losses()}, with their trace files.\n`,
     );
     expect(refused.stdout).toMatch(
-      /, \d+ support tickets?, \d+ conversations? \(\d+ messages?\), \d+ customer notes? and 1 trace file\.\n$/,
+      /, \d+ support tickets? and \d+ conversations? \(\d+ messages?\), with their trace files\.\n$/,
     );
     expect(refused.stderr.split('\n')[0]).toBe(
       'Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes',
@@ -223,14 +260,30 @@ describe('setup.ts resets, and only when told to', () => {
     expect(existsSync(trace)).toBe(true);
   });
 
-  it('with --yes deletes every copy — rows and trace files — and rebuilds the sample store', async () => {
+  it('with --yes deletes every copy — rows, trace files and tables pointing at its own (going further’s) — and rebuilds the sample store', async () => {
     const id = await somethingToLose();
-    const trace = conversationTraceFile(logDir(), id);
+    const trace = conversationTraceFile(logs, id);
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
-    const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
+    // Going further's tables point at the chapter's: the reset drops them too, and names their rows first.
+    await ensureFullDatabase(() => {});
+    await query(
+      'INSERT INTO customer_notes (customer_id, text, conversation_id) VALUES (1, ?, ?)',
+      ['Keep me too.', id],
+    );
+    expect((await planReset()).losses).toContain('1 row of customer_notes');
+    const theirs = (await tables()).filter((table) => !TABLES.includes(table));
+    expect(theirs).toContain('customer_notes');
+    const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name, LOG_DIR: logs } });
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);
+    const dropped = result.stdout.match(
+      new RegExp(`^Database "${db.name}": dropped (.*)\\.$`, 'm'),
+    )!;
+    const order = dropped[1].split(', ');
+    // Every table, each dropped before the ones it points at: going further's first, then the chapter's.
+    expect([...order].sort()).toEqual([...TABLES, ...theirs].sort());
+    expect(order.slice(-TABLES.length)).toEqual([...TABLES].reverse());
+    expect(await tables()).toEqual([...TABLES].sort());
     expect(result.stdout).toMatch(/Deleted \d+ trace files?\./);
     expect(result.stdout).toContain('Skipped the search index: GEMINI_API_KEY is not set.');
     expect(result.stdout).toContain(
@@ -244,14 +297,16 @@ describe('setup.ts resets, and only when told to', () => {
   });
 
   it('asks just the same when only the store changed: no ticket or conversation, but a customer added', async () => {
-    for (const table of ['customer_notes', 'messages', 'conversations', 'tickets'])
+    for (const table of ['messages', 'conversations', 'tickets'])
       await query(`DELETE FROM ${table}`);
     await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
     try {
       const customers = await count('customers');
-      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name, LOG_DIR: logs } });
       expect(refused.code).toBe(2);
-      expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${await losses()}.\n`);
+      expect(refused.stdout).toBe(
+        `Resetting database "${db.name}" deletes ${await losses()}, with their trace files.\n`,
+      );
       expect(refused.stderr.split('\n')[0]).toBe(
         'Nothing was changed: to confirm, run npx tsx part-06/setup.ts --yes',
       );
