@@ -1,5 +1,6 @@
 // Nimbus on a real 3-node Galera cluster: the chapter's conversation, two processes on two nodes in one conversation and on one ticket, first runs at once, the preferred node killed mid-question and rejoining by IST; nothing lost, mixed, doubled or stale.
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,7 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { collect, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import {
   clusterHosts,
+  clusterStatus,
   killNode,
   restartNode,
   startCluster,
@@ -31,7 +33,9 @@ afterAll(async () => {
   Object.assign(process.env, saved);
   if (saved.DB_HOSTS === undefined) delete process.env.DB_HOSTS;
   await fake?.close();
-  await stopCluster(dir);
+  const stopped = await stopCluster(dir);
+  expect(stopped.removed?.dir).toBe(dir); // stop deletes the cluster's data, every node's
+  expect(existsSync(dir)).toBe(false);
 }, 120_000);
 
 /** The nodes' addresses with node `first` (1-based) preferred: what one app process would be given. */
@@ -110,6 +114,15 @@ function turnsOf(messages: Array<{ role: string; content: string }>): string[][]
 const conversationIn = (stderr: string) => /Conversation ([0-9a-f]{32})/.exec(stderr)?.[1] ?? '';
 
 describe('Nimbus on a 3-node Galera cluster', () => {
+  it('is a cluster: three nodes, each Synced in a cluster of three', async () => {
+    const status = await clusterStatus(dir);
+    expect(status?.map((node) => [node.running, node.state, node.clusterSize])).toEqual([
+      [true, 'Synced', 3],
+      [true, 'Synced', 3],
+      [true, 'Synced', 3],
+    ]);
+  });
+
   it("runs the chapter's conversation through the cluster, each question on another node", async () => {
     const database = await scratchDatabase();
     fake.reply(
