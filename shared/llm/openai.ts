@@ -143,25 +143,8 @@ export function fromCompletion(completion: unknown, settings: OpenAISettings): C
   // Bounded before anything else reads it (reply-limits.ts). What was cut is still in the raw, so a
   // reply that was cut keeps no raw: it would replay what we refused to hold.
   const text = boundedAnswer(fullText);
-  let cut = text !== fullText;
-  const toolCalls: ToolCall[] = [];
-  const ids = new Set<string>();
-  for (const call of Array.isArray(raw.tool_calls) ? raw.tool_calls : []) {
-    // Only function calls are ours to run; another type ('custom') stays in the raw, which then disagrees.
-    if (!isPlainObject(call) || call.type !== 'function' || !isPlainObject(call.function)) continue;
-    const { name, arguments: args } = call.function;
-    // A call without a name can be neither run nor answered, so it is left out too.
-    if (typeof name !== 'string' || !name) continue;
-    const tooLong = typeof args === 'string' && args.length > MAX_ARGUMENTS_CHARS;
-    cut ||= tooLong || name.length > MAX_NAME_CHARS;
-    toolCalls.push({
-      // Ours when the server sent none (or repeated one); it stays with the call in the history from now
-      // on. The raw then disagrees and is not replayed: OpenAI needs every id to be there and unique.
-      id: uniqueCallId(call.id, ids),
-      name: name.slice(0, MAX_NAME_CHARS),
-      ...(tooLong ? argumentsTooLong() : parseOpenAIArguments(args)),
-    });
-  }
+  const { toolCalls, cut: callsCut } = readToolCalls(raw.tool_calls);
+  const cut = callsCut || text !== fullText;
   const message: AssistantMessage = {
     role: 'assistant',
     content: text,
@@ -183,6 +166,30 @@ export function fromCompletion(completion: unknown, settings: OpenAISettings): C
         }
       : undefined,
   };
+}
+
+/** The calls of a reply that can be run, bounded; `cut` when a name or arguments were over the limit. */
+function readToolCalls(calls: unknown): { toolCalls: ToolCall[]; cut: boolean } {
+  const toolCalls: ToolCall[] = [];
+  const ids = new Set<string>();
+  let cut = false;
+  for (const call of Array.isArray(calls) ? calls : []) {
+    // Only function calls are ours to run; another type ('custom') stays in the raw, which then disagrees.
+    if (!isPlainObject(call) || call.type !== 'function' || !isPlainObject(call.function)) continue;
+    const { name, arguments: args } = call.function;
+    // A call without a name can be neither run nor answered, so it is left out too.
+    if (typeof name !== 'string' || !name) continue;
+    const tooLong = typeof args === 'string' && args.length > MAX_ARGUMENTS_CHARS;
+    cut ||= tooLong || name.length > MAX_NAME_CHARS;
+    toolCalls.push({
+      // Ours when the server sent none (or repeated one); it stays with the call in the history from now
+      // on. The raw then disagrees and is not replayed: OpenAI needs every id to be there and unique.
+      id: uniqueCallId(call.id, ids),
+      name: name.slice(0, MAX_NAME_CHARS),
+      ...(tooLong ? argumentsTooLong() : parseOpenAIArguments(args)),
+    });
+  }
+  return { toolCalls, cut };
 }
 
 /**
