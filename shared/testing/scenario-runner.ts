@@ -11,13 +11,38 @@ import type { FakeProvider, ProviderName } from './fake-provider.ts';
 import { runScript, type RunOptions, type ScriptResult } from './run-script.ts';
 
 export interface PartScenarios {
-  /** The script a learner runs in that part: ask.ts, ask-agent.ts or chat.ts. */
+  /** The script a learner runs in that part, relative to its folder: ask.ts, chat.ts, going-further/chat.ts. */
   entry: string;
   scenarios: string[];
+  /** A second list, run through the part's full version (Part 6's going-further/chat.ts). */
+  goingFurther?: { entry: string; scenarios: string[] };
 }
 
-export function partScenarios(part: string): PartScenarios {
-  return JSON.parse(readFileSync(path.join(ROOT_DIR, part, 'scenarios.json'), 'utf8'));
+/** The folder of a list (`part-06`, or `part-06/going-further` for its going-further list) holding scenarios.json. */
+function partOf(list: string): { part: string; goingFurther: boolean } {
+  const goingFurther = list.endsWith('/going-further');
+  return { part: goingFurther ? path.dirname(list) : list, goingFurther };
+}
+
+/**
+ * A part's scenarios (`part-06`), or those of its going-further list (`part-06/going-further`): its
+ * entry script (relative to the part's folder) and the scenarios it passes.
+ */
+export function partScenarios(list: string): PartScenarios {
+  const { part, goingFurther } = partOf(list);
+  const declared: PartScenarios = JSON.parse(
+    readFileSync(path.join(ROOT_DIR, part, 'scenarios.json'), 'utf8'),
+  );
+  if (!goingFurther) return declared;
+  if (!declared.goingFurther) throw new Error(`${part}/scenarios.json has no goingFurther list.`);
+  return declared.goingFurther;
+}
+
+/** Every scenario list of the parts: each part's own, then its going-further list if it has one. */
+export function scenarioLists(parts: string[]): string[] {
+  return parts.flatMap((part) =>
+    partScenarios(part).goingFurther ? [part, `${part}/going-further`] : [part],
+  );
 }
 
 /** The command a learner types for one question to a one-question script (ask.ts), in its part folder. */
@@ -31,6 +56,7 @@ export interface ScenarioResult extends ScenarioRun {
 }
 
 export async function runScenario(
+  /** A part folder (`part-04`), or a part's going-further list (`part-06/going-further`). */
   part: string,
   scenario: Scenario,
   provider: ProviderName,
@@ -41,12 +67,14 @@ export async function runScenario(
 ): Promise<ScenarioResult> {
   const run = merged ? runMerged : runScript;
   const { entry } = partScenarios(part);
-  const script = path.join(ROOT_DIR, part, entry);
+  // Run in the part's folder, as a learner does: `npx tsx going-further/chat.ts` in part-06.
+  const folder = partOf(part).part;
+  const script = path.join(ROOT_DIR, folder, entry);
   const firstRequest = fake.chats().length;
   fake.reply(...scenario.replies);
   const outputs: string[] = [];
   const transcript: string[] = [];
-  const options = { env: { ...fake.env(provider), ...env }, cwd: path.join(ROOT_DIR, part) };
+  const options = { env: { ...fake.env(provider), ...env }, cwd: path.join(ROOT_DIR, folder) };
 
   const record = (command: string, result: ScriptResult) => {
     if (result.code !== 0)
@@ -55,7 +83,7 @@ export async function runScenario(
     transcript.push(`$ ${command}\n${result.stderr}${result.stdout}`);
   };
 
-  if (entry === 'chat.ts') {
+  if (path.basename(entry) === 'chat.ts') {
     // One process per sitting; later sittings resume the conversation the first one started, or
     // start their own (newConversations).
     let conversationId = '';
