@@ -1,5 +1,5 @@
-// Prints a real session of one part against the fake provider, for the READMEs: `npx tsx shared/scripts/sample-session.ts part-04 multi-step`.
-import { existsSync } from 'node:fs';
+// Prints a real session of one part against the fake provider, for the READMEs: `npx tsx shared/scripts/sample-session.ts part-04 multi-step` (`part-06/going-further` for the full Nimbus).
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseFlags, runMain, UsageError } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
@@ -9,13 +9,14 @@ import { createScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider } from '../testing/fake-provider.ts';
 import { runScript } from '../testing/run-script.ts';
 import { printable } from '../text.ts';
-import { partScenarios, runScenario } from '../testing/scenario-runner.ts';
+import { partScenarios, runScenario, scenarioLists } from '../testing/scenario-runner.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '<part-NN> <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]')}
+const USAGE = `Usage: ${commandFor(import.meta.url, '<part-NN>[/going-further] <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]')}
 
 Runs the scenario against the part with the fake provider and a scratch database (dropped afterwards),
-and prints what a learner would see. --setup first prints the part's setup; --show-context ends with
-show-conversation --context (Part 6), under another memory budget with --budget.`;
+and prints what a learner would see. part-06/going-further runs it through the full Nimbus
+(going-further/chat.ts, its setup and its viewer). --setup first prints the part's setup;
+--show-context ends with show-conversation --context (Part 6), under another memory budget with --budget.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
@@ -27,15 +28,25 @@ await runMain(async () => {
     },
     allowPositionals: true,
   });
-  const [part, id] = positionals;
+  const [list, id] = positionals;
   const scenario = SCENARIOS.find((s) => s.id === id);
-  if (!part || !scenario) throw new UsageError('Give a part folder and a scenario id.');
-  if (!partScenarios(part).scenarios.includes(scenario.id))
+  if (!list || !scenario) throw new UsageError('Give a part folder and a scenario id.');
+  const lists = scenarioLists(
+    readdirSync(ROOT_DIR).filter((name) => existsSync(path.join(ROOT_DIR, name, 'scenarios.json'))),
+  );
+  const part = list.replace(/\/+$/, '');
+  if (!lists.includes(part))
+    throw new UsageError(`${shown(list)} is not one of ${lists.join(', ')}.`);
+  const { entry, scenarios } = partScenarios(part);
+  if (!scenarios.includes(scenario.id))
     throw new UsageError(`${shown(part)} does not declare ${scenario.id}.`);
   if (values.provider !== 'gemini' && values.provider !== 'openai')
     throw new UsageError(`--provider must be gemini or openai (got "${shown(values.provider)}").`);
   const provider = values.provider;
-  if (values['show-context'] && !existsSync(path.join(ROOT_DIR, part, 'show-conversation.ts')))
+  // The part's folder, where the learner types the commands; its scripts beside the entry script.
+  const folder = path.join(ROOT_DIR, part.split('/')[0]);
+  const beside = (name: string) => path.join(path.dirname(entry), name);
+  if (values['show-context'] && !existsSync(path.join(folder, beside('show-conversation.ts'))))
     throw new UsageError(`${shown(part)} has no show-conversation.ts.`);
   if (values.budget !== undefined && !values['show-context'])
     throw new UsageError('--budget goes with --show-context.');
@@ -51,11 +62,12 @@ await runMain(async () => {
   try {
     // The transcript names the learner's database, not our scratch one.
     const print = (text: string) => console.log(text.replaceAll(db.name, 'nimbus'));
-    if (existsSync(path.join(ROOT_DIR, part, 'setup.ts'))) {
-      const setup = await runScript(path.join(ROOT_DIR, part, 'setup.ts'), [], {
+    if (existsSync(path.join(folder, beside('setup.ts')))) {
+      const setup = await runScript(path.join(folder, beside('setup.ts')), [], {
         env: { ...fake.env(provider), ...env },
+        cwd: folder,
       });
-      if (values.setup) print(`$ npx tsx setup.ts\n${setup.stdout}${setup.stderr}`);
+      if (values.setup) print(`$ npx tsx ${beside('setup.ts')}\n${setup.stdout}${setup.stderr}`);
     }
     const run = await runScenario(part, scenario, provider, fake, env, true);
     print(run.transcript);
@@ -66,10 +78,12 @@ await runMain(async () => {
         '--context',
         ...(values.budget === undefined ? [] : [`--budget=${values.budget}`]),
       ];
-      const shown = await runScript(path.join(ROOT_DIR, part, 'show-conversation.ts'), args, {
+      const viewer = beside('show-conversation.ts');
+      const shown = await runScript(path.join(folder, viewer), args, {
         env: { ...fake.env(provider), ...env },
+        cwd: folder,
       });
-      print(`$ npx tsx show-conversation.ts ${args.join(' ')}\n${shown.stdout}${shown.stderr}`);
+      print(`$ npx tsx ${viewer} ${args.join(' ')}\n${shown.stdout}${shown.stderr}`);
     }
   } finally {
     await fake.close();
