@@ -5,19 +5,10 @@ import {
   chatWithTools,
   describeRetry,
   ProviderError,
-  type ChatOptions,
-  type ChatResult,
   type Message,
-  type ToolDefinition,
   type Usage,
 } from '../shared/llm/index.ts';
-import type {
-  CallCost,
-  Conversation,
-  ConversationStore,
-  MessageToSave,
-  StoredMessage,
-} from './memory.ts';
+import type { Conversation, ConversationStore, MessageToSave, StoredMessage } from './memory.ts';
 import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
@@ -34,16 +25,13 @@ export const STEP_LIMIT_ANSWER =
   'Sorry, this is taking more steps than expected. Our support team will help: email support@kestrel.example.';
 export const API_ERROR_ANSWER =
   "Sorry, I can't reach my assistant service right now. Please try again in a few minutes, or email support@kestrel.example.";
+// With memory a request carries the stored history: a 400 would come back with every later question.
 export const REFUSED_ANSWER =
   'Sorry, my assistant service refused to answer in this conversation. Please start a new one, or email support@kestrel.example.';
 export const EMPTY_ANSWER =
   "Sorry, I didn't manage to write an answer to that. Could you rephrase your question?";
 
-/**
- * `refused`: the provider called our request invalid (a 400). With memory that request includes the
- * stored history, so the next question would fail the same way: "try later" would not help.
- * `cancelled`: stopped by its signal (Ctrl-C); the steps completed before are saved.
- */
+/** `cancelled`: stopped by its signal (Ctrl-C), after saving the steps already done. */
 export type Outcome =
   'answered' | 'step_limit' | 'api_error' | 'refused' | 'empty_answer' | 'cancelled';
 
@@ -56,25 +44,17 @@ export interface AgentResult {
   traceFile: string;
   /** The provider's own words when it failed (api_error, refused): for the person running Nimbus. */
   problem?: string;
-  /** Why some of this turn is not saved (or may not be). The answer stands; the next question may not see it. */
+  /** What of this turn is not saved, or may not be. The answer stands; the next question may not see it. */
   saveError?: string;
 }
-
-/** How the agent asks the model: chatWithTools, or any function with its shape. */
-export type CallModel = (
-  llm: LlmSettings,
-  messages: Message[],
-  tools: ToolDefinition[],
-  options: ChatOptions,
-) => Promise<ChatResult>;
 
 export interface AgentOptions {
   /** The provider to ask, as the entry script read it from .env. */
   llm: LlmSettings;
   /** Where the conversation is loaded from and saved to (memory.ts). */
   store: ConversationStore;
-  /** Default: chatWithTools, which returns the whole reply at once. */
-  callModel?: CallModel;
+  /** How the model is asked; going further passes one that streams. */
+  callModel?: typeof chatWithTools;
   /** Tools the entry script adds to this chapter's own (tools.ts). */
   tools?: Tool[];
   /** Where traces are written (LOG_DIR, checked at start). */
@@ -83,10 +63,7 @@ export interface AgentOptions {
   quiet?: boolean;
   /** Where the trace's terminal lines go (default: stderr). */
   onTraceLine?: (line: string) => void;
-  /**
-   * Cancels the question (Ctrl-C): the model call or the running tool stops, the step's other calls do
-   * not start, and the loop ends after saving the step it is in.
-   */
+  /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;
 }
 
@@ -102,132 +79,110 @@ export async function runAgent(
   const trace = new Trace(conversation, options);
   trace.event('start', { question, customer_id: customer.id });
   trace.event('memory', memoryEvent(history));
-
-  const system: Message = { role: 'system', content: systemPrompt(customer) };
-  const turn = new TurnInProgress(question, conversation, options.store, trace);
-  const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
+  // The history grows within this question: every request carries everything so far.
+  const messages: Message[] = [
+    { role: 'system', content: systemPrompt(customer) },
+    ...history.messages,
+    { role: 'user', content: question },
+  ];
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  const callCounts = new Map<string, number>();
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
   const { llm, signal } = options;
   const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal };
-  const callCounts = new Map<string, number>();
+  const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
+
+  // This question's messages not saved yet (the question, then each step): a failed save is tried
+  // again with the next step, and reported with the answer if something is still unsaved at the end.
+  let unsaved: MessageToSave[] = [{ message: { role: 'user', content: question } }];
+  let saveError: string | undefined;
+  const save = async (step: number) => {
+    try {
+      await options.store.saveStep(conversation, unsaved);
+      [unsaved, saveError] = [[], undefined];
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      trace.event('save_failed', { step, message });
+      // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
+      saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
+    }
+  };
+  // The answer is saved like a step (a real one with the provider's own message, a fallback as text),
+  // so the stored turn reads question → answer. A cancelled turn is not: loading closes it (context.ts).
+  const finish = async (answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) => {
+    if (outcome !== 'cancelled')
+      unsaved.push(saved ?? { message: { role: 'assistant', content: answer } });
+    if (unsaved.length > (outcome === 'cancelled' ? 1 : 0)) await save(steps);
+    trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
+    return { answer, outcome, steps, usage, traceFile: trace.file, saveError };
+  };
 
   for (let step = 1; step <= MAX_STEPS; step++) {
-    const request = [system, ...history.messages, ...turn.messages];
     const started = Date.now();
-    let reply: ChatResult;
+    let reply;
     try {
-      reply = await (options.callModel ?? chatWithTools)(options.llm, request, tools, {
-        signal: options.signal,
+      reply = await (options.callModel ?? chatWithTools)(llm, messages, tools, {
+        signal,
         onRetry: (info) =>
-          trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs }),
+          trace.event('retry', {
+            step,
+            message: describeRetry(info),
+            wait_ms: info.waitMs,
+            status: info.status,
+          }),
       });
     } catch (error) {
-      return turn.fail(error, step, options.signal);
+      if (signal?.aborted) return finish('', 'cancelled', step);
+      // A wrong key or model name is the developer's to fix: stop with that message, not an apology.
+      if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404)
+        throw error;
+      trace.event('api_error', {
+        step,
+        message: error.message,
+        status: error.status,
+        kind: error.kind,
+      });
+      const refused = error.kind === 'bad_request';
+      const ended = refused
+        ? finish(REFUSED_ANSWER, 'refused', step)
+        : finish(API_ERROR_ANSWER, 'api_error', step);
+      return { ...(await ended), problem: error.message };
     }
     const ms = Date.now() - started;
-    // What the call cost: the provider's tokens, and the characters we sent (tools included).
-    const { input_tokens = 0, output_tokens = 0 } = reply.usage ?? {};
-    const request_chars = JSON.stringify(request).length + JSON.stringify(tools).length;
-    const cost = { input_tokens, output_tokens, request_chars };
+    usage.input_tokens += reply.usage?.input_tokens ?? 0;
+    usage.output_tokens += reply.usage?.output_tokens ?? 0;
+    // Keep the provider's own message (via the neutral format): the next request replays it.
+    messages.push(reply.message);
+
     if (reply.tool_calls.length === 0) {
-      trace.event('final_answer', { step, ms });
       const answer = reply.text.trim();
-      if (!answer) return turn.finish(EMPTY_ANSWER, 'empty_answer', step, undefined, cost);
-      // The provider's own message is kept (provider_raw): a later question replays it.
-      return turn.finish(answer, 'answered', step, reply.message, cost);
+      trace.event('final_answer', { step, ms });
+      // Stored with what its model call cost, so the viewer can show the tokens of every call.
+      return answer
+        ? finish(answer, 'answered', step, { message: reply.message, cost: reply.usage })
+        : finish(EMPTY_ANSWER, 'empty_answer', step);
     }
+    unsaved.push({ message: reply.message, cost: reply.usage });
 
     // Run every call of this step; each result goes back as one tool message, matched by call id.
-    turn.add(reply.message, cost);
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context, options.tools);
       trace.event('tool_result', { step, name: call.name, result, exception });
-      const content = JSON.stringify(result);
-      turn.add({ role: 'tool', tool_call_id: call.id, name: call.name, content });
+      messages.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        name: call.name,
+        content: JSON.stringify(result),
+      });
+      unsaved.push({ message: messages.at(-1) as StoredMessage });
     }
     // The step is complete: saved now, calls with their results, so what the tools did (a ticket
     // opened) is on record whatever happens next. Ctrl-C stops here, after the save.
-    await turn.save(step);
-    if (options.signal?.aborted) return turn.finish('', 'cancelled', step);
+    await save(step);
+    if (signal?.aborted) return finish('', 'cancelled', step);
   }
+
   trace.event('step_limit', { step: MAX_STEPS });
-  return turn.finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS);
-}
-
-/**
- * This question's messages: every one goes with each request, and the ones not saved yet wait for the
- * next save. A failed save never ends the turn: it is traced, tried again with the next step, and
- * reported with the answer if something is still unsaved at the end.
- */
-class TurnInProgress {
-  readonly messages: StoredMessage[] = [];
-  private readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
-  private unsaved: MessageToSave[] = [];
-  private saveError?: string;
-
-  constructor(
-    question: string,
-    private readonly conversation: Conversation,
-    private readonly store: ConversationStore,
-    private readonly trace: Trace,
-  ) {
-    this.add({ role: 'user', content: question });
-  }
-
-  /** Adds a message; `cost` is what the model call that wrote it cost, counted into the question's usage. */
-  add(message: StoredMessage, cost?: CallCost): void {
-    this.messages.push(message);
-    this.unsaved.push({ message, cost });
-    this.usage.input_tokens += cost?.input_tokens ?? 0;
-    this.usage.output_tokens += cost?.output_tokens ?? 0;
-  }
-
-  async save(step: number): Promise<void> {
-    try {
-      await this.store.saveStep(this.conversation, this.unsaved);
-      this.unsaved = [];
-      this.saveError = undefined;
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
-      this.saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
-      this.trace.event('save_failed', { step, message });
-    }
-  }
-
-  /**
-   * Ends the turn. An answer is saved like a step, so the stored turn reads question → answer: a real
-   * one with the provider's own message, a fallback as plain text. A cancelled turn saves nothing more:
-   * loading closes it (context.ts).
-   */
-  async finish(
-    answer: string,
-    outcome: Outcome,
-    step: number,
-    message: StoredMessage = { role: 'assistant', content: answer },
-    cost?: CallCost,
-  ): Promise<AgentResult> {
-    if (outcome !== 'cancelled') this.add(message, cost);
-    if (this.unsaved.length && this.messages.length > 1) await this.save(step);
-    const { saveError, usage } = this;
-    this.trace.event('end', { answer, outcome, steps: step, tokens: usage, saveError });
-    return { answer, outcome, steps: step, usage, traceFile: this.trace.file, saveError };
-  }
-
-  /** The model call failed: Ctrl-C, or the provider. A wrong key or model name is not the customer's problem. */
-  async fail(error: unknown, step: number, signal?: AbortSignal): Promise<AgentResult> {
-    if (signal?.aborted) return this.finish('', 'cancelled', step);
-    if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404)
-      throw error; // the developer's to fix: stop with that message, not an apology
-    const { message, status, kind } = error;
-    this.trace.event('api_error', { step, message, status, kind });
-    const refused = kind === 'bad_request';
-    const result = await this.finish(
-      refused ? REFUSED_ANSWER : API_ERROR_ANSWER,
-      refused ? 'refused' : 'api_error',
-      step,
-    );
-    return { ...result, problem: message };
-  }
+  return finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS);
 }

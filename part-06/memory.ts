@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { query, withTransaction } from '../shared/db.ts';
-import type { Message, SystemMessage } from '../shared/llm/index.ts';
+import type { Message, SystemMessage, Usage } from '../shared/llm/index.ts';
 import { buildContext, type Context, type MemoryBudget } from './context.ts';
 
 /** A stored message: anything but the system prompt, which is added fresh to every request. */
@@ -28,17 +28,10 @@ export async function findConversation(id: string, customerId: number) {
   return found ? { id, customerId, saved: true } : undefined;
 }
 
-/** What the model call that wrote a message cost: the provider's tokens and the characters we sent. */
-export interface CallCost {
-  input_tokens: number;
-  output_tokens: number;
-  request_chars: number;
-}
-
-/** One message to save, with the cost of the model call that wrote it (assistant messages only). */
+/** One message to save, with the tokens of the model call that wrote it (assistant messages only). */
 export interface MessageToSave {
   message: StoredMessage;
-  cost?: CallCost;
+  cost?: Usage;
 }
 
 /**
@@ -109,12 +102,11 @@ export async function insertMessages(
     JSON.stringify(message),
     cost?.input_tokens ?? null,
     cost?.output_tokens ?? null,
-    cost?.request_chars ?? null,
     note ?? null,
   ]);
   await db.query(
-    `INSERT INTO messages (conversation_id, seq, role, data, input_tokens, output_tokens,
-                           request_chars, storage_note) VALUES ?`,
+    `INSERT INTO messages (conversation_id, seq, role, data, input_tokens, output_tokens, storage_note)
+     VALUES ?`,
     [rows],
   );
 }

@@ -134,11 +134,9 @@ CREATE TABLE IF NOT EXISTS messages (
   role            ENUM('user', 'assistant', 'tool') NOT NULL,
   -- The whole message. (MariaDB stores JSON as LONGTEXT; the code accepts a string or an object.)
   data            JSON            NOT NULL,
-  -- For a message the model wrote: what its request cost, as the provider counted it, and how many
-  -- characters were sent. Kept beside the message so the neutral format stays the same everywhere.
+  -- For a message the model wrote: what its call cost, as the provider counted it.
   input_tokens    INT UNSIGNED    NULL,
   output_tokens   INT UNSIGNED    NULL,
-  request_chars   INT UNSIGNED    NULL,
   -- Set when the message had to be changed to be stored (too long, too deeply nested): what and why.
   storage_note    VARCHAR(255)    NULL,
   created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),

@@ -23,7 +23,6 @@ export interface StoredMessageRow {
   created_at: Date;
   input_tokens: number | null;
   output_tokens: number | null;
-  request_chars: number | null;
   storage_note: string | null;
 }
 
@@ -57,7 +56,7 @@ export async function describeConversation(id: string): Promise<ConversationSumm
 export async function loadRows(conversationId: string): Promise<StoredMessageRow[]> {
   return query<StoredMessageRow[]>(
     `SELECT seq, role, CAST(data AS CHAR) AS data, created_at, input_tokens, output_tokens,
-            request_chars, storage_note
+            storage_note
        FROM messages WHERE conversation_id = ? ORDER BY seq`,
     [conversationId],
   );

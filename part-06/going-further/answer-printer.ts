@@ -2,7 +2,7 @@
 import { dim } from '../../shared/cli.ts';
 import { streamWithTools } from '../../shared/llm/index.ts';
 import { printable } from '../../shared/text.ts';
-import type { AgentResult, CallModel } from '../agent.ts';
+import type { AgentOptions, AgentResult } from '../agent.ts';
 
 /** Ctrl-C while the agent worked: the steps it completed are saved (the agent saves each one). */
 const CANCELLED =
@@ -22,7 +22,7 @@ export function answerPrinter() {
     if (midLine) process.stdout.write('\n');
     midLine = false;
   };
-  const callModel: CallModel = (llm, messages, tools, options) => {
+  const callModel: AgentOptions['callModel'] = (llm, messages, tools = [], options = {}) => {
     breakLine(); // a new model call, after tool steps
     return streamWithTools(llm, messages, tools, {
       ...options,

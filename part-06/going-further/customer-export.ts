@@ -81,7 +81,6 @@ export function exportConversation(
       data: parseIfText(row.data),
       input_tokens: row.input_tokens,
       output_tokens: row.output_tokens,
-      request_chars: row.request_chars,
       storage_note: row.storage_note,
       ...(damaged.has(row.seq) ? { damaged: damaged.get(row.seq) } : {}),
     })),

@@ -110,9 +110,6 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
       ['tool', null, null],
       ['assistant', 456, 7],
     ]);
-    // The request size is what was sent: the second request carried the first step too.
-    expect(rows[1].request_chars).toBeGreaterThan(1000);
-    expect(rows[3].request_chars).toBeGreaterThan(rows[1].request_chars!);
   });
 
   it('stores the fallback as a plain answer after the step limit, and the history stays valid', async () => {

@@ -26,7 +26,6 @@ function row(seq: number, role: string, data: unknown): StoredMessageRow {
     created_at: when,
     input_tokens: null,
     output_tokens: null,
-    request_chars: null,
     storage_note: null,
   };
 }

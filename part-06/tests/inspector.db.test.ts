@@ -40,7 +40,7 @@ function turn(n: number, size = 40): MessageToSave[] {
         content: '',
         tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }],
       },
-      cost: { input_tokens: 1000 + n, output_tokens: 10, request_chars: 4000 + n },
+      cost: { input_tokens: 1000 + n, output_tokens: 10 },
     },
     {
       message: {
@@ -52,7 +52,7 @@ function turn(n: number, size = 40): MessageToSave[] {
     },
     {
       message: { role: 'assistant', content: `Answer ${n}.` },
-      cost: { input_tokens: 1100 + n, output_tokens: 20, request_chars: 4400 + n },
+      cost: { input_tokens: 1100 + n, output_tokens: 20 },
     },
   ];
 }
