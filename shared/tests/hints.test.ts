@@ -11,6 +11,8 @@ import { commandFor, displayPath } from '../hints.ts';
 const PART_06 = path.join(ROOT_DIR, 'part-06');
 const CHAT = new URL('../../part-06/chat.ts', import.meta.url);
 const ASK = new URL('../../part-06/ask.ts', import.meta.url);
+/** What `npm run chat` runs: the full Nimbus. */
+const FULL_CHAT = new URL('../../part-06/going-further/chat.ts', import.meta.url);
 
 /** This process, as if `command` had been typed in `typedIn`; `npmScript` when it was `npm run <npmScript>`. */
 function startedAs(typedIn: string, script: URL, npmScript?: string): void {
@@ -39,9 +41,15 @@ describe.each([
   });
 
   it('npm run chat: the same npm command, and scripts without one relative to that folder', () => {
-    startedAs(dir, CHAT, 'chat');
-    expect(commandFor(CHAT, '--resume=abc')).toBe('npm run chat -- --resume=abc');
-    expect(commandFor(new URL('./setup.ts', CHAT))).toBe('npm run setup');
+    startedAs(dir, FULL_CHAT, 'chat');
+    expect(commandFor(FULL_CHAT, '--resume=abc')).toBe('npm run chat -- --resume=abc');
+    expect(commandFor(new URL('./setup.ts', FULL_CHAT))).toBe('npm run setup');
+    expect(commandFor(new URL('./forget.ts', FULL_CHAT), 'x')).toBe(
+      `npx tsx ${prefix}going-further/forget.ts x`,
+    );
+    // The chapter's own chat and setup have no npm script: npm run chat is going further's.
+    expect(commandFor(CHAT)).toBe(`npx tsx ${prefix}chat.ts`);
+    expect(commandFor(new URL('./setup.ts', CHAT))).toBe(`npx tsx ${prefix}setup.ts`);
     expect(commandFor(ASK, '"…"')).toBe(`npx tsx ${prefix}ask.ts "…"`);
   });
 
