@@ -1,4 +1,4 @@
-// What show-conversation prints, as lines: recent conversations, one conversation turn by turn, and the next context.
+// What show-conversation prints, as lines: one conversation turn by turn, and how its next context is built.
 import { dim } from '../shared/cli.ts';
 import type { Message } from '../shared/llm/index.ts';
 import { oneLine, printable, shorten } from '../shared/text.ts';
@@ -16,19 +16,6 @@ export interface ShownMessage {
 /** What the [gemini] and [openai] tags mean, printed once under every view that shows them. */
 const TAG_LEGEND =
   '[gemini]/[openai]: the provider that wrote the message; its own version is kept and replayed to it.';
-
-/** Recent conversations, newest first, one line each, with whose they are. */
-export function listView(
-  conversations: Array<ConversationSummary & { first_question: string | null }>,
-): string[] {
-  return [
-    'Recent conversations (newest first):',
-    ...conversations.map((c) => {
-      const first = shorten(oneLine(c.first_question ?? ''), 60);
-      return `  ${c.id}  ${when(c.updated_at)}  ${safe(c.customer_email).padEnd(28)} ${String(c.messages).padStart(4)} messages  ${safe(first)}`;
-    }),
-  ];
-}
 
 /** Every stored message in order, grouped into turns, with what each turn's model calls cost. */
 export function turnsView(conversation: ConversationSummary, shown: ShownMessage[]): string[] {
@@ -117,7 +104,7 @@ export function describeMessage(message: Message): string {
 }
 
 /** Text from a customer, a model or a stored row, on one line, with nothing a terminal would obey or hide. */
-function safe(text: string): string {
+export function safe(text: string): string {
   return printable(oneLine(text), { singleLine: true });
 }
 
@@ -129,6 +116,6 @@ function count(value: number, noun: string): string {
   return `${n(value)} ${noun}${value === 1 ? '' : 's'}`;
 }
 
-function when(date: Date): string {
+export function when(date: Date): string {
   return date.toISOString().slice(0, 16).replace('T', ' ');
 }

@@ -1,18 +1,18 @@
-// Shows what memory holds: recent conversations, one conversation turn by turn, or how the next context is built.
+// Shows what memory holds: one conversation turn by turn, or how the next context is built and why.
 import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
-import { contextView, listView, turnsView } from './conversation-view.ts';
-import { describeConversation, listConversations, loadRows } from './stored-conversations.ts';
+import { contextView, turnsView } from './conversation-view.ts';
+import { describeConversation, loadRows } from './stored-conversations.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
-       ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
+const USAGE = `Usage: ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
        ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
        ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
 
---budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2).
-This is an operator's tool: it shows any customer's conversation, and whose it is.`;
+<id> is what the chat printed ("Resume later with: … --resume=<id>"). --budget and --recent default to
+MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2). An operator's tool: it shows any
+customer's conversation, and whose it is.`;
 
 await runMain(async () => {
   const { values, positionals } = parseFlags({
@@ -23,18 +23,15 @@ await runMain(async () => {
     },
     allowPositionals: true,
   });
-  if (positionals.length > 1)
-    throw new UsageError(`Give one conversation id (got ${positionals.length} arguments).`);
+  if (positionals.length !== 1)
+    throw new UsageError(`Give one conversation id (got ${positionals.length}).`);
   if (!values.context && (values.budget !== undefined || values.recent !== undefined))
     throw new UsageError('--budget and --recent go with --context.');
-  if (positionals.length === 0 && values.context)
-    throw new UsageError('--context needs a conversation id.');
   const configured = memoryBudget();
   const budget: MemoryBudget = {
     maxChars: wholeNumber(values.budget, '--budget') ?? configured.maxChars,
     recentTurns: wholeNumber(values.recent, '--recent') ?? configured.recentTurns,
   };
-  if (positionals.length === 0) return listRecent();
 
   const id = conversationId(positionals[0], 'show-conversation');
   const conversation = await describeConversation(id);
@@ -57,13 +54,4 @@ function wholeNumber(value: string | undefined, flag: string): number | undefine
   if (/^[1-9]\d{0,8}$/.test(value)) return Number(value);
   const shown = printable(value, { singleLine: true });
   throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${shown}").`);
-}
-
-async function listRecent(): Promise<void> {
-  const conversations = await listConversations();
-  if (conversations.length === 0) {
-    const chat = commandFor(new URL('./chat.ts', import.meta.url));
-    return void console.log(`No conversations yet. Start one with: ${chat}`);
-  }
-  console.log(listView(conversations).join('\n'));
 }

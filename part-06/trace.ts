@@ -1,19 +1,12 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  ftruncateSync,
-  openSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { fstatSync, ftruncateSync, unlinkSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
 import { makeFolders } from '../shared/config.ts';
 import { printable, printableJson, shorten } from '../shared/text.ts';
-import type { Context } from './context.ts';
+import type { Context, Fate } from './context.ts';
 
 export type TraceEventType =
   | 'start'
@@ -109,7 +102,7 @@ export class Trace {
       makeFolders(path.dirname(this.file));
       // O_NOFOLLOW: a link put in the file's place is refused, never written through to where it points.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
-      // O_CREAT only the first time: if the file is gone after that, an erasure deleted it, and nothing comes back.
+      // O_CREAT only the first time: a file gone after that was deleted by an erasure, and nothing comes back.
       // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
       const flags =
         constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -154,7 +147,7 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
   const step = `[step ${data.step}]`;
   switch (type) {
     case 'memory':
-      return `[step 0] memory: ${describeMemory(data as unknown as MemoryEvent)}`;
+      return `[step 0] memory: ${data.summary}`;
     case 'tool_call':
       return `${step} model → ${data.name}(${JSON.stringify(data.arguments)}) (${data.ms} ms)`;
     case 'tool_result':
@@ -174,42 +167,19 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
   }
 }
 
-/** The 'memory' event of a question: how its earlier turns were trimmed (printed as one line, below). */
-export function memoryEvent(history: Context & { readAll?: boolean }): MemoryEvent {
-  const count = (fate: string) => history.turns.filter((t) => t.fate === fate).length;
-  return {
-    full: count('full'),
-    compacted: count('compacted'),
-    dropped: count('dropped'),
-    // A loader that stops reading once older turns would all be dropped has not counted those.
-    read_all: history.readAll ?? true,
-    chars: history.chars,
-    max_chars: history.budget.maxChars,
-  };
-}
-
-/** The numbers of a 'memory' event: what the context holds, from buildContext. */
-type MemoryEvent = {
-  full: number;
-  compacted: number;
-  dropped: number;
-  /** False when older turns were not read at all, because they would all have been dropped. */
-  read_all: boolean;
-  chars: number;
-  max_chars: number;
-};
-
 /**
- * Always one shape: "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars".
- * "12+" and "3+" when older turns were not even read; a note when the newest turn alone is over budget.
+ * The 'memory' event of a question: how its earlier turns were trimmed, said in one line, "9 earlier
+ * turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars" ("12+" when a loader stopped reading
+ * older turns that would all have been dropped).
  */
-function describeMemory(m: MemoryEvent): string {
-  const more = m.read_all ? '' : '+';
-  const total = m.full + m.compacted + m.dropped;
+export function memoryEvent(history: Context & { readAll?: boolean }) {
+  const count = (fate: Fate) => history.turns.filter((t) => t.fate === fate).length;
+  const [full, compacted, dropped] = [count('full'), count('compacted'), count('dropped')];
+  const [chars, max] = [history.chars, history.budget.maxChars];
+  const more = history.readAll === false ? '+' : '';
+  const turns = `${full + compacted + dropped}${more} earlier turn${full + compacted + dropped === 1 && !more ? '' : 's'}`;
+  const over = chars > max ? ' (over budget: the newest turn is always kept)' : '';
   const n = (x: number) => x.toLocaleString('en-US');
-  const over = m.chars > m.max_chars ? ' (over budget: the newest turn is always kept)' : '';
-  return (
-    `${total}${more} earlier turn${total === 1 && !more ? '' : 's'} — ${m.full} full, ` +
-    `${m.compacted} compacted, ${m.dropped}${more} dropped — ${n(m.chars)} of ${n(m.max_chars)} chars${over}`
-  );
+  const summary = `${turns} — ${full} full, ${compacted} compacted, ${dropped}${more} dropped — ${n(chars)} of ${n(max)} chars${over}`;
+  return { full, compacted, dropped, chars, max_chars: max, summary };
 }
