@@ -31,7 +31,6 @@ export const REFUSED_ANSWER =
 export const EMPTY_ANSWER =
   "Sorry, I didn't manage to write an answer to that. Could you rephrase your question?";
 
-/** `cancelled`: stopped by its signal (Ctrl-C), after saving the steps already done. */
 export type Outcome =
   'answered' | 'step_limit' | 'api_error' | 'refused' | 'empty_answer' | 'cancelled';
 
@@ -44,7 +43,7 @@ export interface AgentResult {
   traceFile: string;
   /** The provider's own words when it failed (api_error, refused): for the person running Nimbus. */
   problem?: string;
-  /** What of this turn is not saved, or may not be. The answer stands; the next question may not see it. */
+  /** What of this turn is not saved (or may not be): the answer stands. */
   saveError?: string;
 }
 

@@ -69,11 +69,8 @@ await runMain(async () => {
   else if (conversation.saved) {
     // A conversation continues only as its customer: a --customer goes in the hint too.
     const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-    const followUp = commandFor(
-      import.meta.url,
-      `--conversation=${conversation.id}${as} "What about my other order?"`,
-    );
-    console.error(printable(`Conversation ${conversation.id}: ask a follow-up with ${followUp}`));
+    const next = `--conversation=${conversation.id}${as} "What about my other order?"`;
+    console.error(printable(`Ask a follow-up with ${commandFor(import.meta.url, next)}`));
   }
   // A fallback apology is still printed for the customer, but scripts should see that something failed.
   const failed = result.outcome === 'api_error' || result.outcome === 'refused';

@@ -5,7 +5,7 @@ import { customerEmail, ensureLogDir, llmSettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
-import { runAgent, type AgentOptions } from './agent.ts';
+import { runAgent, type AgentOptions, type AgentResult } from './agent.ts';
 import { memoryBudget } from './context.ts';
 import { findConversation, newConversation, plainStore, type Conversation } from './memory.ts';
 import { describeCustomer, signIn, type Customer } from './session.ts';
@@ -13,10 +13,9 @@ import { ensureDatabase } from './setup-database.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
-Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every step is saved;
-continue one of your conversations later with --resume=<id>. Type exit (or press Ctrl-D) to leave.
-Ctrl-C cancels the question Nimbus is working on; at the prompt it leaves.
---quiet hides the step-by-step trace lines.`;
+Chat as the customer in CUSTOMER_EMAIL (.env) or --customer; continue a conversation later with
+--resume=<id>. exit or Ctrl-D leaves; Ctrl-C cancels a question, or leaves at the prompt. --quiet hides
+the trace lines.`;
 
 await runMain(async () => {
   const { values } = parseFlags({
@@ -31,12 +30,8 @@ await runMain(async () => {
   // Settings are read once, here: a missing key or a bad budget is said before anything else.
   const llm = llmSettings();
   const logDir = ensureLogDir();
-  const options: AgentOptions = {
-    llm,
-    logDir,
-    quiet: values.quiet,
-    store: plainStore(memoryBudget()),
-  };
+  const store = plainStore(memoryBudget());
+  const options: AgentOptions = { llm, logDir, store, quiet: values.quiet };
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -71,7 +66,8 @@ async function chatLoop(customer: Customer, conversation: Conversation, options:
     if (/^(exit|quit)$/i.test(question)) break;
     if (question) {
       working = new AbortController();
-      await ask(question, customer, conversation, { ...options, signal: working.signal });
+      const signal = working.signal;
+      await answer(() => runAgent(question, customer, conversation, { ...options, signal }));
       working = undefined;
     }
     rl.prompt();
@@ -80,15 +76,10 @@ async function chatLoop(customer: Customer, conversation: Conversation, options:
   console.log();
 }
 
-/** One question and its answer. A database problem is said in one line, and the chat goes on. */
-async function ask(
-  question: string,
-  customer: Customer,
-  conversation: Conversation,
-  options: AgentOptions,
-) {
+/** Prints one answer. A database problem is said in one line, and the chat goes on. */
+async function answer(ask: () => Promise<AgentResult>): Promise<void> {
   try {
-    const result = await runAgent(question, customer, conversation, options);
+    const result = await ask();
     if (result.outcome === 'cancelled')
       console.log(dim('(Cancelled. The steps already done are saved.)'));
     else console.log(`Nimbus: ${printable(result.answer)}\n`);

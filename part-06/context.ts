@@ -1,15 +1,10 @@
 // Chooses what earlier conversation the model sees: recent turns whole, older ones shortened, the oldest dropped.
 //
-// A turn is one customer message and everything that answered it: the model's tool calls, the tool
-// results, the final answer. Turns are the unit because the APIs reject a tool call without its
-// result (and a result without its call): cutting between messages could separate them.
-//
-// Three layers, newest first:
-//   1. the last `recentTurns` turns, full: the model can rely on its own recent tool results,
-//      and Gemini gets its own messages back verbatim (provider_raw);
-//   2. older turns compacted to question and answer: what was settled, without the working;
-//   3. then, while the whole still exceeds `maxChars`, the oldest turns are dropped. The newest turn
-//      is always kept, even alone over budget: it is what the next question most likely follows up.
+// A turn is one customer message and everything that answered it: tool calls, results, the answer. The
+// APIs reject a tool call without its result (and a result without its call), so turns are the unit.
+// Newest first: the last `recentTurns` turns full (Gemini gets its own messages back, provider_raw);
+// older ones compacted to question and answer; then, while the whole is over `maxChars`, the oldest
+// dropped. The newest turn is always kept, even alone over budget: the next question follows it up.
 import { integerSetting } from '../shared/config.ts';
 import type { AssistantMessage, Message, ToolMessage } from '../shared/llm/index.ts';
 import { shorten } from '../shared/text.ts';
@@ -36,19 +31,17 @@ export type Turn = Message[];
 /** What happens to a stored turn: sent as it is, shortened to question and answer, or left out. */
 export type Fate = 'full' | 'compacted' | 'dropped';
 
+/** A turn as stored and as sent ([] when dropped), with its share of the budget: its JSON and its comma. */
 export interface TurnInContext {
   fate: Fate;
-  /** The turn as stored, and as sent ([] when dropped). */
   turn: Turn;
   sent: Turn;
-  /** Its share of the budget: its JSON characters plus its comma, as stored and as sent (0 when dropped). */
   storedChars: number;
   sentChars: number;
 }
 
 export interface Context {
   messages: Message[];
-  /** The budget it was built for. */
   budget: MemoryBudget;
   /** What the budget measures: the JSON characters of the list of turns sent, brackets included. */
   chars: number;

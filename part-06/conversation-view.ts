@@ -5,11 +5,10 @@ import { oneLine, printable, shorten } from '../shared/text.ts';
 import type { Context } from './context.ts';
 import type { ConversationSummary, StoredMessageRow } from './stored-conversations.ts';
 
-/** One line of the turn-by-turn view: a stored row and its message (either may be missing, see turnsView). */
+/** A line of the turn-by-turn view: a row and its message; a defensive reader may mark one left out. */
 export interface ShownMessage {
   row?: StoredMessageRow;
   message?: Message;
-  /** Why a row is not used: a view that reads rows defensively shows it, in place. */
   leftOut?: string;
 }
 
@@ -17,38 +16,27 @@ export interface ShownMessage {
 const TAG_LEGEND =
   '[gemini]/[openai]: the provider that wrote the message; its own version is kept and replayed to it.';
 
-/** Every stored message in order, grouped into turns, with what each turn's model calls cost. */
+/** Every stored message in order, grouped into turns, each model call with its tokens. */
 export function turnsView(conversation: ConversationSummary, shown: ShownMessage[]): string[] {
-  const turns = shown.filter((s) => s.message?.role === 'user').length;
+  const { id, customer_name: name, customer_email: email } = conversation;
   const lines = [
-    `Conversation ${conversation.id} of ${safe(conversation.customer_name)} (${safe(conversation.customer_email)}): ` +
-      `${count(conversation.messages, 'message')} in ${count(turns, 'turn')}, ` +
+    `Conversation ${id} of ${safe(name)} (${safe(email)}): ${count(conversation.messages, 'message')}, ` +
       `started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
   ];
-  const tokens = { input: 0, output: 0, calls: 0 };
   let turn = 0;
   for (const { row, message, leftOut } of shown) {
     if (message?.role === 'user' || turn === 0) lines.push(`Turn ${++turn}`);
-    if (row?.input_tokens != null) {
-      tokens.input += row.input_tokens;
-      tokens.output += row.output_tokens ?? 0;
-      tokens.calls++;
-    }
     const text = message
       ? describeMessage(message)
       : `${safe(row!.role)}: ${safe(shorten(row!.data, 120))}`;
     const cost =
-      row?.input_tokens != null
-        ? dim(` (${n(row.input_tokens)} + ${n(row.output_tokens ?? 0)} tokens)`)
-        : '';
+      row?.input_tokens == null
+        ? ''
+        : ` (${n(row.input_tokens)} + ${n(row.output_tokens ?? 0)} tokens)`;
     const where = row ? `#${row.seq}` : '(not stored)';
-    lines.push(`  ${where}${leftOut ? ` [${safe(leftOut)}]` : ''} ${text}${cost}`);
+    lines.push(`  ${where}${leftOut ? ` [${safe(leftOut)}]` : ''} ${text}${dim(cost)}`);
   }
-  lines.push(
-    `Tokens: ${n(tokens.input)} input + ${n(tokens.output)} output over ${count(tokens.calls, 'model call')}.`,
-    dim(TAG_LEGEND),
-  );
-  return lines;
+  return [...lines, dim(TAG_LEGEND)];
 }
 
 /** The turn-by-turn view of buildContext: each turn's fate and size, the budget, then the exact messages. */
@@ -89,7 +77,6 @@ export function contextView(id: string, context: Context): string[] {
 
 /** One line per message: `user: …`, `assistant: (requested tools) …`, `tool: name → {json}`, made safe for a terminal. */
 export function describeMessage(message: Message): string {
-  // Every field comes from a customer, a model or a stored row: the tool's name too.
   if (message.role === 'tool')
     return `tool: ${safe(message.name)} → ${safe(shorten(message.content, 120))}`;
   if (message.role !== 'assistant') return `${message.role}: ${safe(message.content)}`;

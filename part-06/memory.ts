@@ -8,12 +8,13 @@ import { buildContext, type Context, type MemoryBudget } from './context.ts';
 /** A stored message: anything but the system prompt, which is added fresh to every request. */
 export type StoredMessage = Exclude<Message, SystemMessage>;
 
+/**
+ * `id`: 16 random bytes as 32 hex characters, unguessable, unlike an auto-increment number. `customerId`:
+ * only they may continue it. `saved`: false until its first step is saved, when its row is created.
+ */
 export interface Conversation {
-  /** 16 random bytes as 32 lowercase hex characters: unguessable, unlike an auto-increment number. */
   id: string;
-  /** The customer it belongs to: only they may continue it. */
   customerId: number;
-  /** False until its first step is saved: the row is created then, so an unused chat leaves nothing. */
   saved: boolean;
 }
 
@@ -34,20 +35,14 @@ export interface MessageToSave {
   cost?: Usage;
 }
 
-/**
- * Where the agent keeps a conversation: it loads the earlier turns once per question, and saves each
- * completed step. The agent is given its store, so another one can take this one's place.
- */
+/** Where the agent keeps a conversation: the agent is given its store, so another can take its place. */
 export interface ConversationStore {
-  /** The earlier turns to send with `question`; a store may add reference material for it too. */
+  /** The earlier turns to send with `question` (a store may add reference material for it too). */
   loadContext(conversation: Conversation, question: string): Promise<Context>;
   saveStep(conversation: Conversation, step: MessageToSave[]): Promise<void>;
 }
 
-/**
- * The plain store: read every message, keep what fits the budget (buildContext also closes a turn cut
- * short); save a step in one transaction.
- */
+/** The plain store: read every message, keep what fits the budget; save a step in one transaction. */
 export function plainStore(budget: MemoryBudget): ConversationStore {
   return {
     loadContext: async (conversation) => buildContext(await loadMessages(conversation.id), budget),

@@ -12,9 +12,8 @@ export const CANCELLED_CALL_ERROR = 'Cancelled by the customer before this call 
 
 /**
  * Unknown tools and bad arguments already come back from runTool as `{ error }` results. Here we add
- * the failures runTool cannot see: a model repeating itself, a tool that throws (a database that went
- * away, a bug), and a question cancelled (Ctrl-C): the calls after it do not start. Each becomes a
- * result the model can read and react to.
+ * the two failures runTool cannot see: a model repeating itself, and a tool that throws (a database
+ * that went away, a bug). Both become results the model can read and react to.
  */
 export async function safeRunTool(
   call: ToolCall,
@@ -27,12 +26,11 @@ export async function safeRunTool(
   const count = (callCounts.get(key) ?? 0) + 1;
   callCounts.set(key, count);
   if (count > MAX_REPEAT_CALLS) return { result: { error: REPEATED_CALL_ERROR } };
-  if (context.signal?.aborted) return { result: { error: CANCELLED_CALL_ERROR } };
+  if (context.signal?.aborted) return { result: { error: CANCELLED_CALL_ERROR } }; // Ctrl-C: none starts
 
   try {
     return { result: await runTool(call, context, extraTools) };
   } catch (error) {
-    // Stopped by Ctrl-C (the tool was given the signal): not a technical problem.
     if (context.signal?.aborted) return { result: { error: CANCELLED_CALL_ERROR } };
     // The model gets a plain sentence; the technical detail goes to the trace for us.
     const exception = error instanceof Error ? error.message : String(error);

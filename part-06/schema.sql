@@ -137,10 +137,8 @@ CREATE TABLE IF NOT EXISTS messages (
   -- For a message the model wrote: what its call cost, as the provider counted it.
   input_tokens    INT UNSIGNED    NULL,
   output_tokens   INT UNSIGNED    NULL,
-  -- Set when the message had to be changed to be stored (too long, too deeply nested): what and why.
-  storage_note    VARCHAR(255)    NULL,
+  storage_note    VARCHAR(255)    NULL, -- what had to change for it to be stored, if anything
   created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-  -- One conversation's messages are read in seq order (newest first when loading context): one range.
-  PRIMARY KEY (conversation_id, seq),
+  PRIMARY KEY (conversation_id, seq), -- one conversation's messages, in order: one range
   CONSTRAINT fk_messages_conversation FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

@@ -13,7 +13,6 @@ export interface SearchResult {
   note?: string;
 }
 
-/** `signal` (Ctrl-C) stops the embedding call: the search then fails with the ProviderError 'aborted'. */
 export async function searchHelpCenter(
   question: string,
   llm: LlmSettings,

@@ -164,9 +164,8 @@ export async function planReset(): Promise<ResetPlan> {
 }
 
 /**
- * Drops this part's tables and functions, then creates them again with the sample data. Tables that
- * point at ours (going further's, say) go too: they hold copies of what the reset deletes. Only setup
- * scripts call this; `beforeDropping` runs on the same connection first, with the setup lock held.
+ * Drops this part's tables (and those pointing at them) and functions, then creates them again with the
+ * sample data. Only setup scripts call this; `beforeDropping` runs first, with the setup lock held.
  */
 export async function resetDatabase(
   log: (line: string) => void = console.log,
@@ -218,21 +217,6 @@ export async function withSetupConnection(
   }
 }
 
-/** Tables that are not ours but point at ours with a foreign key, directly or through each other. */
-async function dependentTables(db: mysql.Connection, database: string): Promise<string[]> {
-  const found: string[] = [];
-  for (let pointedAt = TABLES; pointedAt.length;) {
-    const [rows] = await db.query<mysql.RowDataPacket[]>(
-      `SELECT DISTINCT table_name AS name FROM information_schema.referential_constraints
-        WHERE constraint_schema = ? AND referenced_table_name IN (?) AND table_name NOT IN (?)`,
-      [database, pointedAt, [...TABLES, ...found]],
-    );
-    pointedAt = rows.map((row) => String(row.name));
-    found.unshift(...pointedAt); // the ones found last point at the others: dropped first
-  }
-  return found;
-}
-
 async function missingTables(db: mysql.Connection, database: string): Promise<string[]> {
   const [rows] = await db.query<mysql.RowDataPacket[]>(
     'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
@@ -240,6 +224,16 @@ async function missingTables(db: mysql.Connection, database: string): Promise<st
   );
   const existing = new Set(rows.map((row) => String(row.name)));
   return TABLES.filter((table) => !existing.has(table));
+}
+
+/** Tables not ours that point at ours (going further's): they hold copies of what a reset deletes. */
+async function dependentTables(db: mysql.Connection, database: string): Promise<string[]> {
+  const [rows] = await db.query<mysql.RowDataPacket[]>(
+    `SELECT DISTINCT table_name AS name FROM information_schema.referential_constraints
+      WHERE constraint_schema = ? AND referenced_table_name IN (?) AND table_name NOT IN (?)`,
+    [database, TABLES, TABLES],
+  );
+  return rows.map((row) => String(row.name));
 }
 
 export async function runSqlFile(db: mysql.Connection, file: string): Promise<void> {

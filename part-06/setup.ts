@@ -1,9 +1,10 @@
 // Resets the database to the sample store: `npx tsx setup.ts`. Says what goes, and asks first.
+import { existsSync, rmSync } from 'node:fs';
 import { confirmed, listing, parseFlags, runMain } from '../shared/cli.ts';
 import { commandFor } from '../shared/hints.ts';
 import { llmSettingsOrError, logDir } from '../shared/config.ts';
 import { planReset, resetDatabase } from './setup-database.ts';
-import { deleteTraces } from './trace.ts';
+import { conversationTraceFile } from './trace.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 
@@ -30,6 +31,10 @@ await runMain(async () => {
   }
   await resetDatabase(console.log, llmSettingsOrError());
   // A conversation's trace is a copy of it: it goes with the rows.
-  const traces = deleteTraces(logDir(), plan.conversations);
-  if (traces) console.log(`Deleted ${traces} trace file${traces === 1 ? '' : 's'}.`);
+  const files = plan.conversations
+    .map((id) => conversationTraceFile(logDir(), id))
+    .filter(existsSync);
+  for (const file of files) rmSync(file); // a link in a file's place goes itself, not what it points to
+  if (files.length)
+    console.log(`Deleted ${files.length} trace file${files.length === 1 ? '' : 's'}.`);
 }, USAGE);

@@ -39,14 +39,10 @@ await runMain(async () => {
     console.error(`Conversation ${id} was not found.`);
     return 1;
   }
-  const rows = await loadRows(id);
-  const shown = rows.map((row) => ({ row, message: JSON.parse(row.data) }));
+  const shown = (await loadRows(id)).map((row) => ({ row, message: JSON.parse(row.data) }));
   if (!values.context) return void console.log(turnsView(conversation, shown).join('\n'));
-  const context = buildContext(
-    shown.map((s) => s.message),
-    budget,
-  );
-  console.log(contextView(id, context).join('\n'));
+  const messages = shown.map((s) => s.message);
+  console.log(contextView(id, buildContext(messages, budget)).join('\n'));
 }, USAGE);
 
 function wholeNumber(value: string | undefined, flag: string): number | undefined {

@@ -11,11 +11,10 @@ export interface ConversationSummary {
   messages: number;
 }
 
-/** A stored message row, with what the table keeps beside the message. */
+/** A stored message row; `data` is the JSON column as text, exactly as stored (read with CAST). */
 export interface StoredMessageRow {
   seq: number;
   role: string;
-  /** The JSON column as text, exactly as stored (CAST: MariaDB may hand back text or an object). */
   data: string;
   created_at: Date;
   input_tokens: number | null;
@@ -23,7 +22,7 @@ export interface StoredMessageRow {
   storage_note: string | null;
 }
 
-/** Conversations with whose they are and how many messages: the viewer shows any customer's. */
+/** Conversations with whose they are and their number of messages. */
 export const SUMMARIES = `SELECT c.id, c.customer_id, cu.email AS customer_email, cu.name AS customer_name,
          c.created_at, c.updated_at, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages
     FROM conversations c JOIN customers cu ON cu.id = c.customer_id`;

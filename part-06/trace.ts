@@ -1,6 +1,6 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { fstatSync, ftruncateSync, unlinkSync } from 'node:fs';
+import { fstatSync, ftruncateSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim } from '../shared/cli.ts';
@@ -34,29 +34,10 @@ export function conversationTraceFile(dir: string, conversationId: string): stri
   return path.join(dir, 'conversations', `${conversationId}.jsonl`);
 }
 
-/** Deletes the trace files of these conversations (a reset); returns how many there were. */
-export function deleteTraces(dir: string, conversationIds: string[]): number {
-  return conversationIds.filter((id) => deleteTraceFile(conversationTraceFile(dir, id))).length;
-}
-
-/** Deletes one trace file; false if there was none. A link in its place goes itself: what it points to is not ours. */
-export function deleteTraceFile(file: string): boolean {
-  try {
-    unlinkSync(file); // never follows a link
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
-
 /**
  * One trace per question, appended to its conversation's file: logs/conversations/<conversation id>.jsonl.
- * Each event carries the question's trace id and the conversation id. A trace is a record, not the job:
- * if it cannot be written, the question goes on and one warning says why.
- *
- * Until the conversation has something saved, the lines wait here: a question cancelled before anything
- * was kept leaves no trace file either, which no export, forget or reset could find (it has no row).
+ * A trace is a record, not the job: if it cannot be written, the question goes on and one warning says
+ * why. Until the conversation has a row, lines wait here: no trace file is left that no reset could find.
  */
 export class Trace {
   readonly id = randomBytes(6).toString('hex');
@@ -65,8 +46,7 @@ export class Trace {
   private readonly onLine: (line: string) => void;
   private held = '';
   private failed = false;
-  /** The file was opened once: from then on it is never created again (see append). */
-  private opened = false;
+  private opened = false; // see append
 
   constructor(
     private readonly conversation: { id: string; saved: boolean },
@@ -167,11 +147,7 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
   }
 }
 
-/**
- * The 'memory' event of a question: how its earlier turns were trimmed, said in one line, "9 earlier
- * turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars" ("12+" when a loader stopped reading
- * older turns that would all have been dropped).
- */
+/** How a question's earlier turns were trimmed, e.g. "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars". */
 export function memoryEvent(history: Context & { readAll?: boolean }) {
   const count = (fate: Fate) => history.turns.filter((t) => t.fate === fate).length;
   const [full, compacted, dropped] = [count('full'), count('compacted'), count('dropped')];

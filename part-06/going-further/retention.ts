@@ -3,12 +3,12 @@
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { query } from '../../shared/db.ts';
 import { describeConversation, type ConversationSummary } from '../stored-conversations.ts';
-import { conversationTraceFile, deleteTraceFile } from '../trace.ts';
+import { conversationTraceFile } from '../trace.ts';
 import {
   ConversationBusy,
   LEASE_SECONDS,
@@ -262,4 +262,20 @@ async function deleteConversation(id: string, staleDays?: number): Promise<boole
     staleDays === undefined ? [id] : [id, staleDays],
   );
   return result.affectedRows > 0;
+}
+
+/** Deletes the trace files of these conversations (a reset); returns how many there were. */
+export function deleteTraces(dir: string, conversationIds: string[]): number {
+  return conversationIds.filter((id) => deleteTraceFile(conversationTraceFile(dir, id))).length;
+}
+
+/** Deletes one trace file; false if there was none. A link in its place goes itself: what it points to is not ours. */
+export function deleteTraceFile(file: string): boolean {
+  try {
+    unlinkSync(file); // never follows a link
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
 }

@@ -15,7 +15,8 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { deleteTraceFile, Trace } from '../trace.ts';
+import { Trace } from '../trace.ts';
+import { deleteTraceFile } from '../going-further/retention.ts';
 
 let logs: string;
 beforeAll(() => {
