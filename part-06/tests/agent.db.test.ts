@@ -277,14 +277,17 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       question: 'Refund for 1043?',
       conversation_id: session.conversation.id,
     });
-    expect(events[1]).toMatchObject({
+    expect(events[1]).toEqual({
+      ts: events[1].ts,
+      trace: events[0].trace,
+      conversation_id: session.conversation.id,
+      type: 'memory',
       full: 0,
       compacted: 0,
       dropped: 0,
-      read_all: true,
       chars: 2, // "[]": no earlier turns
-
       max_chars: 12_000,
+      summary: '0 earlier turns — 0 full, 0 compacted, 0 dropped — 2 of 12,000 chars',
     });
     expect(events[2]).toMatchObject({
       step: 1,

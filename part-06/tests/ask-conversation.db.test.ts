@@ -29,7 +29,7 @@ describe('ask.ts with conversations', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('Which order do you mean?\n');
     const id = first.stderr.match(
-      /Conversation ([0-9a-f]{32}): ask a follow-up with npx tsx part-06\/ask\.ts --conversation=\1 "What about my other order\?"/,
+      /^Ask a follow-up with npx tsx part-06\/ask\.ts --conversation=([0-9a-f]{32}) "What about my other order\?"$/m,
     )![1];
 
     fake.reply((view) => ({ text: `Earlier you asked: "${view.messages[0].text}"` }));
@@ -38,7 +38,9 @@ describe('ask.ts with conversations', () => {
     expect(second.stderr).toMatch(
       /\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — \d+ of 12,000 chars/,
     );
-    expect(second.stderr).toContain(`Conversation ${id}:`);
+    expect(second.stderr).toContain(
+      `Ask a follow-up with npx tsx part-06/ask.ts --conversation=${id} `,
+    );
   });
 
   it('starts a new conversation when the id is well-formed but unknown', async () => {
@@ -48,6 +50,6 @@ describe('ask.ts with conversations', () => {
     expect(result.stderr).toContain(
       `Conversation ${'0'.repeat(32)} was not found; starting a new one.`,
     );
-    expect(result.stderr).toMatch(/Conversation (?!0{32})[0-9a-f]{32}: ask a follow-up/);
+    expect(result.stderr).toMatch(/Ask a follow-up with .* --conversation=(?!0{32})[0-9a-f]{32} /);
   });
 });

@@ -17,6 +17,7 @@ const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
 const FORGET = fileURLToPath(new URL('../going-further/forget.ts', import.meta.url));
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
+const SHOW_FULL = fileURLToPath(new URL('../going-further/show-conversation.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let env: Record<string, string>;
@@ -123,13 +124,14 @@ describe('conversations belong to their customer', () => {
     expect(again.stdout).toContain(`Resuming conversation ${id}`);
   });
 
-  it("the operator's show-conversation shows any conversation, and whose it is", async () => {
+  it("the operator's show-conversation shows any conversation, and whose it is; going further's lists them all", async () => {
     const liams = await conversationOf('liam.obrien@example.com');
     const shown = await runScript(SHOW, [liams], { env });
     expect(shown.stdout.split('\n')[0]).toMatch(
       new RegExp(`^Conversation ${liams} of Liam O'Brien \\(liam\\.obrien@example\\.com\\): `),
     );
-    const list = await runScript(SHOW, [], { env });
+    // The list of recent conversations is going further's viewer's.
+    const list = await runScript(SHOW_FULL, [], { env });
     expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
   });
 

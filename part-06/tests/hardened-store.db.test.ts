@@ -13,6 +13,7 @@ import {
   type Conversation,
   type StoredMessage,
 } from '../memory.ts';
+import { memoryEvent } from '../trace.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { loadRows } from '../stored-conversations.ts';
 import { ConversationDeleted, hardenedStore } from '../going-further/hardened-store.ts';
@@ -112,6 +113,10 @@ describe('bounded loading', () => {
     expect(damaged).toEqual([]);
     expect(bounded.readAll).toBe(false);
     expect(bounded.lastSeq).toBe(800);
+    // The trace's memory line says the older turns were not even counted.
+    expect(memoryEvent(bounded).summary).toMatch(
+      /^\d+\+ earlier turns — 2 full, \d+ compacted, \d+\+ dropped — [\d,]+ of 12,000 chars$/,
+    );
   });
 });
 

@@ -209,7 +209,7 @@ describe('first runs started at the same moment', () => {
 describe('commands that only read', () => {
   it('never create tables: the core viewer says in one line what is missing and what to run', async () => {
     await onItsOwnDatabase(async (name) => {
-      const result = await runScript(SHOW, [], { env: { DB_NAME: name } });
+      const result = await runScript(SHOW, ['a'.repeat(32)], { env: { DB_NAME: name } });
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(
         new RegExp(

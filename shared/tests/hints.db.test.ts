@@ -78,20 +78,20 @@ function hint(output: string, label: string): string {
 
 describe.concurrent('hints printed in the part folder, copied and run there', () => {
   it(
-    'the core viewer\'s "Run:" creates the tables, "Start one with" starts a conversation, "Resume later with" resumes it',
+    'the core viewer\'s "Run:" sets the database up, and the core chat\'s "Resume later with" resumes',
     async () => {
       const { fake, env, done } = await own();
       try {
-        const missing = await runScript('part-06/show-conversation.ts', [], { env, cwd: PART_06 });
+        const missing = await runScript('part-06/show-conversation.ts', ['a'.repeat(32)], {
+          env,
+          cwd: PART_06,
+        });
         const create = hint(missing.stderr, 'Run:');
         expect(create).toBe('npm run setup');
         const setup = await runCopied(create, PART_06, env);
         expect(setup.code, setup.stderr).toBe(0);
-        const list = await runScript('part-06/show-conversation.ts', [], { env, cwd: PART_06 });
-        const start = hint(list.stdout, 'Start one with:');
-        expect(start).toBe('npx tsx chat.ts');
         fake.reply({ text: 'Started.' });
-        const started = await runCopied(start, PART_06, env, 'Hi\n');
+        const started = await runCopied('npx tsx chat.ts', PART_06, env, 'Hi\n');
         expect(started.stdout).toContain('Nimbus: Started.');
         const id = started.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
         const resume = hint(started.stdout, 'Resume later with:');
@@ -153,7 +153,7 @@ describe.concurrent.each([
   ['the part folder', PART_06],
 ])('hints printed when run from %s', (_, cwd) => {
   it(
-    '"ask a follow-up with" continues the conversation',
+    '"Ask a follow-up with" continues the conversation',
     async () => {
       const { fake, env, done } = await own();
       try {
@@ -164,7 +164,7 @@ describe.concurrent.each([
           env,
           cwd,
         });
-        const followUp = hint(first.stderr, 'ask a follow-up with');
+        const followUp = hint(first.stderr, 'a follow-up with');
         const second = await runCopied(followUp, cwd, env);
         expect(second.code, second.stderr).toBe(0);
         expect(second.stdout).toBe('You said: What about my other order?\n');
