@@ -5,7 +5,9 @@ import {
   chatWithTools,
   describeRetry,
   ProviderError,
+  type ChatResult,
   type Message,
+  type RetryInfo,
   type Usage,
 } from '../shared/llm/index.ts';
 import type { Conversation, ConversationStore, MessageToSave, StoredMessage } from './memory.ts';
@@ -60,8 +62,7 @@ export interface AgentOptions {
   logDir: string;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
-  /** Where the trace's terminal lines go (default: stderr). */
-  onTraceLine?: (line: string) => void;
+  onTraceLine?: (line: string) => void; // where the trace's terminal lines go (default: stderr)
   /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;
 }
@@ -84,104 +85,112 @@ export async function runAgent(
     ...history.messages,
     { role: 'user', content: question },
   ];
-  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  const turn = recordTurn(conversation, options.store, trace, question);
   const callCounts = new Map<string, number>();
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
   const { llm, signal } = options;
   const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal };
   const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
-
-  // This question's messages not saved yet (the question, then each step): a failed save is tried
-  // again with the next step, and reported with the answer if something is still unsaved at the end.
-  let unsaved: MessageToSave[] = [{ message: { role: 'user', content: question } }];
-  let saveError: string | undefined;
-  const save = async (step: number) => {
-    try {
-      await options.store.saveStep(conversation, unsaved);
-      [unsaved, saveError] = [[], undefined];
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      trace.event('save_failed', { step, message });
-      // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
-      saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
-    }
-  };
-  // The answer is saved like a step (a real one with the provider's own message, a fallback as text),
-  // so the stored turn reads question → answer. A cancelled turn is not: loading closes it (context.ts).
-  const finish = async (answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) => {
-    if (outcome !== 'cancelled')
-      unsaved.push(saved ?? { message: { role: 'assistant', content: answer } });
-    if (unsaved.length > (outcome === 'cancelled' ? 1 : 0)) await save(steps);
-    trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
-    return { answer, outcome, steps, usage, traceFile: trace.file, saveError };
-  };
-
   for (let step = 1; step <= MAX_STEPS; step++) {
     const started = Date.now();
+    const onRetry = (info: RetryInfo) =>
+      trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs });
     let reply;
     try {
-      reply = await (options.callModel ?? chatWithTools)(llm, messages, tools, {
-        signal,
-        onRetry: (info) =>
-          trace.event('retry', {
-            step,
-            message: describeRetry(info),
-            wait_ms: info.waitMs,
-            status: info.status,
-          }),
-      });
+      reply = await (options.callModel ?? chatWithTools)(llm, messages, tools, { signal, onRetry });
     } catch (error) {
-      if (signal?.aborted) return finish('', 'cancelled', step);
-      // A wrong key or model name is the developer's to fix: stop with that message, not an apology.
-      if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404)
-        throw error;
-      trace.event('api_error', {
-        step,
-        message: error.message,
-        status: error.status,
-        kind: error.kind,
-      });
-      const refused = error.kind === 'bad_request';
-      const ended = refused
-        ? finish(REFUSED_ANSWER, 'refused', step)
-        : finish(API_ERROR_ANSWER, 'api_error', step);
-      return { ...(await ended), problem: error.message };
+      return turn.failed(error, step, signal);
     }
     const ms = Date.now() - started;
-    usage.input_tokens += reply.usage?.input_tokens ?? 0;
-    usage.output_tokens += reply.usage?.output_tokens ?? 0;
     // Keep the provider's own message (via the neutral format): the next request replays it.
     messages.push(reply.message);
-
     if (reply.tool_calls.length === 0) {
-      const answer = reply.text.trim();
       trace.event('final_answer', { step, ms });
-      // Stored with what its model call cost, so the viewer can show the tokens of every call.
-      return answer
-        ? finish(answer, 'answered', step, { message: reply.message, cost: reply.usage })
-        : finish(EMPTY_ANSWER, 'empty_answer', step);
+      return turn.answered(reply, step);
     }
-    unsaved.push({ message: reply.message, cost: reply.usage });
-
+    turn.add({ message: reply.message, cost: reply.usage });
     // Run every call of this step; each result goes back as one tool message, matched by call id.
     for (const call of reply.tool_calls) {
       trace.event('tool_call', { step, name: call.name, arguments: call.arguments, ms });
       const { result, exception } = await safeRunTool(call, callCounts, context, options.tools);
       trace.event('tool_result', { step, name: call.name, result, exception });
-      messages.push({
-        role: 'tool',
-        tool_call_id: call.id,
-        name: call.name,
-        content: JSON.stringify(result),
-      });
-      unsaved.push({ message: messages.at(-1) as StoredMessage });
+      const content = JSON.stringify(result);
+      messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content });
+      turn.add({ message: messages.at(-1) as StoredMessage });
     }
     // The step is complete: saved now, calls with their results, so what the tools did (a ticket
     // opened) is on record whatever happens next. Ctrl-C stops here, after the save.
-    await save(step);
-    if (signal?.aborted) return finish('', 'cancelled', step);
+    await turn.save(step);
+    if (signal?.aborted) return turn.finish('', 'cancelled', step);
   }
-
   trace.event('step_limit', { step: MAX_STEPS });
-  return finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS);
+  return turn.finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS);
+}
+
+/**
+ * A question's record: its messages not saved yet (the question, then each step) and the tokens spent.
+ * A failed save is tried again with the next step, and reported with the answer if still unsaved.
+ */
+function recordTurn(
+  conversation: Conversation,
+  store: ConversationStore,
+  trace: Trace,
+  question: string,
+) {
+  let unsaved: MessageToSave[] = [{ message: { role: 'user', content: question } }];
+  let saveError: string | undefined;
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  const turn = {
+    add(saved: MessageToSave) {
+      unsaved.push(saved);
+      usage.input_tokens += saved.cost?.input_tokens ?? 0;
+      usage.output_tokens += saved.cost?.output_tokens ?? 0;
+    },
+    async save(step: number) {
+      try {
+        await store.saveStep(conversation, unsaved);
+        [unsaved, saveError] = [[], undefined];
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        trace.event('save_failed', { step, message });
+        // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
+        saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
+      }
+    },
+    // The model answered: stored with its own message (provider_raw) and the tokens the call cost.
+    answered(reply: ChatResult, step: number) {
+      const [answer, cost] = [reply.text.trim(), reply.usage];
+      if (answer) return turn.finish(answer, 'answered', step, { message: reply.message, cost });
+      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, {
+        message: fallback(EMPTY_ANSWER),
+        cost,
+      });
+    },
+    // The answer is saved like a step, so the stored turn reads question → answer. A cancelled turn
+    // saves nothing more: loading closes it (context.ts).
+    async finish(answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) {
+      if (outcome !== 'cancelled') turn.add(saved ?? { message: fallback(answer) });
+      if (unsaved.length > (outcome === 'cancelled' ? 1 : 0)) await turn.save(steps);
+      trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
+      return { answer, outcome, steps, usage, traceFile: trace.file, saveError };
+    },
+    // Ctrl-C, or the provider failed; a wrong key or model name is the developer's to fix, not an apology.
+    async failed(error: unknown, step: number, signal?: AbortSignal): Promise<AgentResult> {
+      if (signal?.aborted) return turn.finish('', 'cancelled', step);
+      if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404)
+        throw error;
+      const { message, status, kind } = error;
+      trace.event('api_error', { step, message, status, kind });
+      const ended =
+        kind === 'bad_request'
+          ? await turn.finish(REFUSED_ANSWER, 'refused', step)
+          : await turn.finish(API_ERROR_ANSWER, 'api_error', step);
+      return { ...ended, problem: message };
+    },
+  };
+  return turn;
+}
+
+function fallback(answer: string): StoredMessage {
+  return { role: 'assistant', content: answer };
 }

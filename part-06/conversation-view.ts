@@ -2,41 +2,23 @@
 import { dim } from '../shared/cli.ts';
 import type { Message } from '../shared/llm/index.ts';
 import { oneLine, printable, shorten } from '../shared/text.ts';
-import type { Context } from './context.ts';
-import type { ConversationSummary, StoredMessageRow } from './stored-conversations.ts';
-
-/** A line of the turn-by-turn view: a row and its message; a defensive reader may mark one left out. */
-export interface ShownMessage {
-  row?: StoredMessageRow;
-  message?: Message;
-  leftOut?: string;
-}
+import { splitIntoTurns, type Context } from './context.ts';
+import type { ConversationSummary } from './stored-conversations.ts';
 
 /** What the [gemini] and [openai] tags mean, printed once under every view that shows them. */
-const TAG_LEGEND =
+export const TAG_LEGEND =
   '[gemini]/[openai]: the provider that wrote the message; its own version is kept and replayed to it.';
 
-/** Every stored message in order, grouped into turns, each model call with its tokens. */
-export function turnsView(conversation: ConversationSummary, shown: ShownMessage[]): string[] {
+/** Every stored message, turn by turn: what memory holds, before any of it is trimmed. */
+export function storedView(conversation: ConversationSummary, messages: Message[]): string[] {
   const { id, customer_name: name, customer_email: email } = conversation;
-  const lines = [
-    `Conversation ${id} of ${safe(name)} (${safe(email)}): ${count(conversation.messages, 'message')}, ` +
-      `started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
+  const turns = splitIntoTurns(messages);
+  return [
+    `Conversation ${id} of ${safe(name)} (${safe(email)}): ${count(messages.length, 'message')} in ` +
+      `${count(turns.length, 'turn')}, started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
+    ...turns.flatMap((turn, i) => [`Turn ${i + 1}`, ...turn.map((m) => `  ${describeMessage(m)}`)]),
+    dim(TAG_LEGEND),
   ];
-  let turn = 0;
-  for (const { row, message, leftOut } of shown) {
-    if (message?.role === 'user' || turn === 0) lines.push(`Turn ${++turn}`);
-    const text = message
-      ? describeMessage(message)
-      : `${safe(row!.role)}: ${safe(shorten(row!.data, 120))}`;
-    const cost =
-      row?.input_tokens == null
-        ? ''
-        : ` (${n(row.input_tokens)} + ${n(row.output_tokens ?? 0)} tokens)`;
-    const where = row ? `#${row.seq}` : '(not stored)';
-    lines.push(`  ${where}${leftOut ? ` [${safe(leftOut)}]` : ''} ${text}${dim(cost)}`);
-  }
-  return [...lines, dim(TAG_LEGEND)];
 }
 
 /** The turn-by-turn view of buildContext: each turn's fate and size, the budget, then the exact messages. */
@@ -95,11 +77,11 @@ export function safe(text: string): string {
   return printable(oneLine(text), { singleLine: true });
 }
 
-function n(value: number): string {
+export function n(value: number): string {
   return value.toLocaleString('en-US');
 }
 
-function count(value: number, noun: string): string {
+export function count(value: number, noun: string): string {
   return `${n(value)} ${noun}${value === 1 ? '' : 's'}`;
 }
 

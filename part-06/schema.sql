@@ -108,18 +108,15 @@ CREATE TABLE IF NOT EXISTS help_chunks (
   CONSTRAINT fk_help_chunks_article FOREIGN KEY (article_id) REFERENCES help_articles (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
--- One row per conversation, created when its first turn is saved. The id is 16 random bytes as 32 hex
--- characters, never a counter; and each conversation belongs to one customer, who alone may continue it.
+-- One row per conversation, created when its first step is saved; it belongs to one customer.
 CREATE TABLE IF NOT EXISTS conversations (
   id          CHAR(32)     CHARACTER SET ascii NOT NULL,
   customer_id INT UNSIGNED NOT NULL,
   created_at  DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-  -- Bumped with every saved turn: retention ("not used for N days") is measured from here.
   updated_at  DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (id),
   KEY idx_conversations_customer (customer_id, updated_at),
   KEY idx_conversations_updated (updated_at),
-  -- A customer's data goes with them: deleting the customer deletes their conversations.
   CONSTRAINT fk_conversations_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
@@ -127,9 +124,8 @@ CREATE TABLE IF NOT EXISTS conversations (
 -- prompt is never stored: it is added fresh to each request, so prompt changes reach old conversations.
 CREATE TABLE IF NOT EXISTS messages (
   conversation_id CHAR(32)        CHARACTER SET ascii NOT NULL,
-  -- The message's place in its conversation: 1, 2, 3… An AUTO_INCREMENT id is not an order on every
-  -- MySQL-compatible engine (TiDB hands them out per server); seq is. And the key makes two writers
-  -- that both think they write message 7 collide, instead of mixing their turns.
+  -- Its place in the conversation, 1, 2, 3…: an order on every engine (TiDB hands out AUTO_INCREMENT
+  -- ids per server), and two writers that both think they write message 7 collide instead of mixing.
   seq             INT UNSIGNED    NOT NULL,
   role            ENUM('user', 'assistant', 'tool') NOT NULL,
   -- The whole message. (MariaDB stores JSON as LONGTEXT; the code accepts a string or an object.)

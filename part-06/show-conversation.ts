@@ -3,10 +3,11 @@ import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.t
 import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
-import { contextView, turnsView } from './conversation-view.ts';
-import { describeConversation, loadRows } from './stored-conversations.ts';
+import { contextView, storedView } from './conversation-view.ts';
+import { loadMessages } from './memory.ts';
+import { describeConversation } from './stored-conversations.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
+const USAGE = `Usage: ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn
        ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
        ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
 
@@ -39,9 +40,8 @@ await runMain(async () => {
     console.error(`Conversation ${id} was not found.`);
     return 1;
   }
-  const shown = (await loadRows(id)).map((row) => ({ row, message: JSON.parse(row.data) }));
-  if (!values.context) return void console.log(turnsView(conversation, shown).join('\n'));
-  const messages = shown.map((s) => s.message);
+  const messages = await loadMessages(id);
+  if (!values.context) return void console.log(storedView(conversation, messages).join('\n'));
   console.log(contextView(id, buildContext(messages, budget)).join('\n'));
 }, USAGE);
 

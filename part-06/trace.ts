@@ -25,8 +25,7 @@ export interface TraceOptions {
   logDir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
-  /** Where the terminal lines go (default: stderr, dimmed). */
-  onTraceLine?: (line: string) => void;
+  onTraceLine?: (line: string) => void; // where the terminal lines go (default: stderr, dimmed)
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */

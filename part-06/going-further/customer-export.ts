@@ -3,12 +3,8 @@ import { existsSync } from 'node:fs';
 import { query } from '../../shared/db.ts';
 import { displayPath } from '../../shared/hints.ts';
 import type { Customer } from '../session.ts';
-import {
-  describeConversation,
-  loadRows,
-  type ConversationSummary,
-  type StoredMessageRow,
-} from '../stored-conversations.ts';
+import { describeConversation, type ConversationSummary } from '../stored-conversations.ts';
+import { loadRows, type StoredMessageRow } from './stored-rows.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { allNotes } from './customer-notes.ts';
 import { readHistory, type History } from './stored-history.ts';

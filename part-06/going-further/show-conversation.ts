@@ -3,9 +3,10 @@ import { conversationId, parseFlags, runMain, UsageError } from '../../shared/cl
 import { commandFor } from '../../shared/hints.ts';
 import { printable, printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
-import { contextView, turnsView } from '../conversation-view.ts';
+import { contextView } from '../conversation-view.ts';
 import { checkFullDatabase } from './database-setup.ts';
-import { describeConversation, loadRows } from '../stored-conversations.ts';
+import { describeConversation } from '../stored-conversations.ts';
+import { loadRows, turnsView } from './stored-rows.ts';
 import { listConversations, listView } from './conversation-list.ts';
 import { exportConversation } from './customer-export.ts';
 import { recallView } from './notes-view.ts';

@@ -21,8 +21,7 @@ import {
 import { providerRawAgrees } from '../../shared/llm/provider-raw.ts';
 import { printable } from '../../shared/text.ts';
 import { interruptedAnswer } from '../context.ts';
-import type { ShownMessage } from '../conversation-view.ts';
-import type { StoredMessageRow } from '../stored-conversations.ts';
+import type { ShownMessage, StoredMessageRow } from './stored-rows.ts';
 
 export interface StoredRow {
   /** The message's number in its conversation. */

@@ -1,9 +1,10 @@
 // What show-conversation and the damaged-row warning print: every field from a customer, a model or a stored row is shown, never obeyed or hidden.
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
-import { describeMessage, turnsView } from '../conversation-view.ts';
+import { describeMessage } from '../conversation-view.ts';
+import { turnsView } from '../going-further/stored-rows.ts';
 import { listView } from '../going-further/conversation-list.ts';
-import type { StoredMessageRow } from '../stored-conversations.ts';
+import type { StoredMessageRow } from '../going-further/stored-rows.ts';
 import { describeDamage, shownMessages } from '../going-further/stored-history.ts';
 
 /** Escape sequences, bidirectional overrides and invisible characters, raw. */

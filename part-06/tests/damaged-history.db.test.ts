@@ -6,8 +6,9 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { findConversation, newConversation } from '../memory.ts';
-import { turnsView } from '../conversation-view.ts';
-import { describeConversation, loadRows } from '../stored-conversations.ts';
+import { turnsView } from '../going-further/stored-rows.ts';
+import { describeConversation } from '../stored-conversations.ts';
+import { loadRows } from '../going-further/stored-rows.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { shownMessages, type Damage } from '../going-further/stored-history.ts';
 import { fullSession } from './test-session.ts';

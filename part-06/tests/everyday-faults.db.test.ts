@@ -15,7 +15,7 @@ import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
 import { memoryBudget } from '../context.ts';
 import { loadMessages } from '../memory.ts';
-import { loadRows } from '../stored-conversations.ts';
+import { loadRows } from '../going-further/stored-rows.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));

@@ -15,7 +15,7 @@ import {
 } from '../memory.ts';
 import { memoryEvent } from '../trace.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
-import { loadRows } from '../stored-conversations.ts';
+import { loadRows } from '../going-further/stored-rows.ts';
 import { ConversationDeleted, hardenedStore } from '../going-further/hardened-store.ts';
 import { MAX_STORED_CHARS } from '../going-further/storable.ts';
 import { readHistory, type Damage } from '../going-further/stored-history.ts';

@@ -6,7 +6,8 @@ import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, memoryBudget, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
-import { contextView, turnsView } from '../conversation-view.ts';
+import { contextView } from '../conversation-view.ts';
+import { turnsView } from '../going-further/stored-rows.ts';
 import {
   loadMessages,
   newConversation,
@@ -14,7 +15,8 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
-import { describeConversation, loadRows } from '../stored-conversations.ts';
+import { describeConversation } from '../stored-conversations.ts';
+import { loadRows } from '../going-further/stored-rows.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));

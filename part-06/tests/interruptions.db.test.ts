@@ -14,7 +14,7 @@ import { collect, runScript, startScript, waitForOutput } from '../../shared/tes
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { DEFAULT_BUDGET, splitIntoTurns } from '../context.ts';
 import { findConversation, loadMessages, plainStore, type Conversation } from '../memory.ts';
-import { loadRows } from '../stored-conversations.ts';
+import { loadRows } from '../going-further/stored-rows.ts';
 import { WAITING_FOR_OTHER_QUESTION } from '../going-further/conversation-lock.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { readHistory } from '../going-further/stored-history.ts';

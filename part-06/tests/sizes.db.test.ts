@@ -9,7 +9,7 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { runAgent } from '../agent.ts';
 import { DEFAULT_BUDGET } from '../context.ts';
 import { loadMessages, newConversation } from '../memory.ts';
-import { loadRows } from '../stored-conversations.ts';
+import { loadRows } from '../going-further/stored-rows.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { hardenedStore } from '../going-further/hardened-store.ts';
 import { MAX_STORED_CHARS } from '../going-further/storable.ts';
