@@ -18,20 +18,25 @@ export const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was
  */
 export function answerPrinter() {
   let midLine = false;
+  const working = workingLine();
   const breakLine = () => {
+    working.stop();
     if (midLine) process.stdout.write('\n');
     midLine = false;
   };
   const callModel: AgentOptions['callModel'] = (llm, messages, tools = [], options = {}) => {
     breakLine(); // a new model call, after tool steps
-    return streamWithTools(llm, messages, tools, {
+    working.start('thinking');
+    const reply = streamWithTools(llm, messages, tools, {
       ...options,
       onText(text) {
+        working.stop();
         if (!midLine) process.stdout.write('Nimbus: ');
         process.stdout.write(printable(text));
         midLine = true;
       },
     });
+    return reply.finally(working.stop);
   };
   return {
     callModel,
@@ -39,6 +44,7 @@ export function answerPrinter() {
     traceLine(line: string): void {
       breakLine();
       console.error(dim(line, process.stderr));
+      if (line.includes(' model → ')) working.start('running the tool'); // a tool call starts
     },
     /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
     finish(result: AgentResult): void {
@@ -49,6 +55,34 @@ export function answerPrinter() {
       // Not an outage: the provider called the request invalid, and its words say why.
       if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
       if (result.saveError) console.error(`${printable(result.saveError)}\n`);
+    },
+  };
+}
+
+/**
+ * On a terminal, while Nimbus works and nothing new is on screen (before the first word, while a tool
+ * runs), one line says so and for how long, redrawn each second and wiped when output comes.
+ */
+function workingLine(stream: NodeJS.WriteStream = process.stderr) {
+  let timer: NodeJS.Timeout | undefined;
+  let drawn = false;
+  const stop = () => {
+    clearInterval(timer);
+    if (drawn) stream.write('\r\x1b[2K'); // back to the line's start, and wipe it
+    drawn = false;
+  };
+  return {
+    stop,
+    start(what: string): void {
+      stop();
+      if (!stream.isTTY) return; // a file or a pipe keeps only what was said
+      const started = Date.now();
+      timer = setInterval(() => {
+        const seconds = Math.round((Date.now() - started) / 1000);
+        stream.write(`\r${dim(`(Nimbus is ${what}… ${seconds} s)`, stream)}`);
+        drawn = true;
+      }, 1000);
+      timer.unref();
     },
   };
 }
