@@ -6,7 +6,7 @@ import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, memoryBudget, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
-import { contextView } from '../conversation-view.ts';
+import { contextView, storedView } from '../conversation-view.ts';
 import { turnsView } from '../going-further/stored-rows.ts';
 import {
   loadMessages,
@@ -61,18 +61,16 @@ function turn(n: number, size = 40): MessageToSave[] {
 
 /** What `show-conversation <id> --context` prints under `budget` (the script only adds the flags). */
 async function shownContext(id: string, budget: MemoryBudget = DEFAULT_BUDGET): Promise<string> {
-  const rows = await loadRows(id);
-  return contextView(
-    id,
-    buildContext(
-      rows.map((row) => JSON.parse(row.data)),
-      budget,
-    ),
-  ).join('\n');
+  return contextView(id, buildContext(await loadMessages(id), budget)).join('\n');
 }
 
-/** What `show-conversation <id>` prints. */
-async function shownTurns(id: string): Promise<string> {
+/** What the core's `show-conversation <id>` prints: the stored messages, turn by turn. */
+async function shownStored(id: string): Promise<string> {
+  return storedView((await describeConversation(id))!, await loadMessages(id)).join('\n');
+}
+
+/** What going further's `show-conversation <id>` prints: the rows, with their seq and tokens. */
+async function shownRows(id: string): Promise<string> {
   const rows = await loadRows(id);
   const shown = rows.map((row) => ({ row, message: JSON.parse(row.data) }));
   return turnsView((await describeConversation(id))!, shown).join('\n');
@@ -240,21 +238,35 @@ describe('show-conversation --context, turn by turn', () => {
   });
 });
 
-describe('show-conversation <id>', () => {
-  it('shows every message turn by turn, each model call’s real tokens next to the message it wrote', async () => {
+describe('show-conversation <id>, the core’s and going further’s', () => {
+  it('shows every stored message turn by turn, before any of it is trimmed', async () => {
     const id = await conversation(turn(1), turn(2));
-    const shown = { stdout: await shownTurns(id) };
-    expect(shown.stdout.split('\n')[0]).toMatch(
+    const shown = await shownStored(id);
+    expect(shown.split('\n')[0]).toMatch(
+      new RegExp(
+        `^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages in 2 turns, started `,
+      ),
+    );
+    expect(shown).toContain(
+      `Turn 1\n  user: Question 1 ${'q'.repeat(40)}\n  assistant: (requested tools) get_order_status({"order_id":1042})\n  tool: get_order_status → {"status":"shipped"}\n  assistant: Answer 1.\nTurn 2\n`,
+    );
+    expect(shown.match(/^Turn \d+$/gm)).toEqual(['Turn 1', 'Turn 2']);
+  });
+
+  it('going further’s shows each row with its seq, and each model call’s real tokens next to the message it wrote', async () => {
+    const id = await conversation(turn(1), turn(2));
+    const shown = await shownRows(id);
+    expect(shown.split('\n')[0]).toMatch(
       new RegExp(
         `^Conversation ${id} of Maya Patel \\(maya\\.patel@example\\.com\\): 8 messages, started `,
       ),
     );
-    expect(shown.stdout).toContain('Turn 1\n  #1 user: Question 1 ');
-    expect(shown.stdout).toContain(
+    expect(shown).toContain('Turn 1\n  #1 user: Question 1 ');
+    expect(shown).toContain(
       '  #2 assistant: (requested tools) get_order_status({"order_id":1042}) (1,001 + 10 tokens)\n  #3 tool: get_order_status → {"status":"shipped"}\n  #4 assistant: Answer 1. (1,101 + 20 tokens)\nTurn 2\n',
     );
-    expect(shown.stdout).toContain('  #8 assistant: Answer 2. (1,102 + 20 tokens)');
-    expect(shown.stdout.match(/^Turn \d+$/gm)).toEqual(['Turn 1', 'Turn 2']);
+    expect(shown).toContain('  #8 assistant: Answer 2. (1,102 + 20 tokens)');
+    expect(shown.match(/^Turn \d+$/gm)).toEqual(['Turn 1', 'Turn 2']);
   });
 
   it('going further’s --json exports the whole conversation: every row, its data as stored, damaged rows included and marked', async () => {
