@@ -64,4 +64,37 @@ describe('going further’s setup.ts --yes while a question is being answered', 
     );
     expect(left[0].n).toBe(0);
   });
+
+  it("fences a new conversation's first question too: it has no row yet, but its lease names it", async () => {
+    await ensureFullDatabase(() => {}); // whatever an earlier test reset
+    let release!: () => void;
+    fake.reply(
+      { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
+      { text: 'Shipped.', gate: new Promise<void>((resolve) => (release = resolve)) },
+    );
+    const asked = fake.chats().length;
+    const env = { ...fake.env('gemini'), DB_NAME: db.name };
+    const chat = startScript(CHAT, ['--quiet'], { env });
+    const chatDone = collect(chat);
+    chat.stdin.write('Where is order 1042?\n');
+    await fake.waitForChat(asked + 2); // its first step (the tool's) is saved; the answer is on its way
+    const resetting = startScript(SETUP, ['--yes'], { env });
+    const reset = collect(resetting);
+    resetting.stdin.end();
+    await waitForOutput(resetting, 'Waiting for the questions being answered to finish…');
+    release();
+    const done = await reset;
+    expect(done.code, done.stderr).toBe(0);
+    chat.stdin.end();
+    const { stdout } = await chatDone;
+    const id = /New conversation ([0-9a-f]{32})/.exec(stdout)![1];
+    // Nothing of it came back after the reset said it was done: no row, no message, no trace line.
+    const [rows] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT (SELECT COUNT(*) FROM \`${db.name}\`.conversations WHERE id = ?) AS conversations,
+              (SELECT COUNT(*) FROM \`${db.name}\`.messages WHERE conversation_id = ?) AS messages`,
+      [id, id],
+    );
+    expect(rows[0]).toMatchObject({ conversations: 0, messages: 0 });
+    expect(existsSync(conversationTraceFile(logDir(), id))).toBe(false);
+  });
 });
