@@ -33,6 +33,8 @@ afterAll(async () => {
 
 describe('going further’s setup.ts --yes while a question is being answered', () => {
   it('waits for the question, then deletes its conversation and trace: nothing is written after the reset', async () => {
+    await ensureFullDatabase(() => {}); // whatever an earlier test reset
+    const before = fake.chats().length;
     fake.reply({ text: 'Hello!' });
     const session = fullSession(maya, fake.llm('gemini'));
     await session.ask('Hi');
@@ -45,7 +47,7 @@ describe('going further’s setup.ts --yes while a question is being answered', 
     const chat = startScript(CHAT, ['--quiet', `--resume=${id}`], { env });
     const chatDone = collect(chat);
     chat.stdin.write('Where is order 1042?\n');
-    await fake.waitForChat(2);
+    await fake.waitForChat(before + 2);
     const resetting = startScript(SETUP, ['--yes'], { env });
     const reset = collect(resetting);
     resetting.stdin.end();
