@@ -1,5 +1,5 @@
 // Test settings: a clean provider environment for every test, and database tests only where MySQL answers.
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
@@ -39,9 +39,10 @@ if (!problem && clusterMissing.length) {
 }
 if (problem) exclude.push('**/*.cluster.test.ts');
 
-// Traces written by the tests go to a temporary folder, emptied at the start of each run.
-const testLogs = path.join(os.tmpdir(), 'nimbus-test-logs');
-rmSync(testLogs, { recursive: true, force: true });
+// Traces written by the tests go to a temporary folder of this run's own, deleted when it ends: two runs
+// at once on one machine never delete each other's traces.
+const testLogs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-test-logs-'));
+process.on('exit', () => rmSync(testLogs, { recursive: true, force: true }));
 
 export default defineConfig({
   test: {
