@@ -24,64 +24,67 @@ if (problem) {
   exclude.push('**/*.db.test.ts');
 }
 
-// The cluster tests (*.cluster.test.ts) start a local Galera cluster (part-06/going-further/local-cluster.ts),
-// which needs Debian's galera-4, rsync and MariaDB's server. Without them they are left out, loudly;
-// REQUIRE_CLUSTER=1 (set by .ci/run, which installs them) fails the run instead.
-const clusterMissing = ['/usr/lib/galera/libgalera_smm.so', '/usr/sbin/mariadbd'].filter(
-  (file) => !existsSync(file),
-);
-if (!problem && clusterMissing.length) {
-  const message = `The local Galera cluster cannot start here (missing ${clusterMissing.join(', ')}: apt-get install galera-4 rsync mariadb-server)`;
-  if (process.env.REQUIRE_CLUSTER === '1')
-    throw new Error(`${message}, and REQUIRE_CLUSTER=1 requires it.`);
-  console.warn(`\n⚠ ${message}: skipping every *.cluster.test.ts file.\n`);
-  exclude.push('**/*.cluster.test.ts');
+// The cluster tests (*.cluster.test.ts, `npm run test:cluster`, which is `vitest run --mode cluster`)
+// start a local 3-node Galera cluster (part-06/going-further/local-cluster.ts): half a minute to start
+// and two to run, so they are a run of their own, and `npm test` stays quick. They need Debian's
+// galera-4, rsync and MariaDB's server: without them the run says so in one line and fails.
+function clusterProblem(): string | undefined {
+  const missing = ['/usr/lib/galera/libgalera_smm.so', '/usr/sbin/mariadbd'].filter(
+    (file) => !existsSync(file),
+  );
+  if (missing.length === 0) return undefined;
+  return `The local Galera cluster cannot start here (no ${missing.join(', ')}): apt-get install galera-4 rsync mariadb-server`;
 }
-if (problem) exclude.push('**/*.cluster.test.ts');
 
 // Traces written by the tests go to a temporary folder of this run's own, deleted when it ends: two runs
 // at once on one machine never delete each other's traces.
 const testLogs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-test-logs-'));
 process.on('exit', () => rmSync(testLogs, { recursive: true, force: true }));
 
-export default defineConfig({
-  test: {
-    include: ['shared/**/*.test.ts', 'part-0*/**/*.test.ts'],
-    exclude,
-    // Most test time is spent waiting on subprocesses and MySQL, so run more files at once than there are cores.
-    maxWorkers: 3,
-    // Files share worker processes instead of each loading every module again; fresh-env.ts gives each
-    // file the environment the run started with, so no file depends on what an earlier one set.
-    isolate: false,
-    setupFiles: ['shared/testing/fresh-env.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    // Every provider setting is blanked, so a developer's .env never changes what a test sees;
-    // tests that need a provider point it at the fake server explicitly.
-    env: {
-      LLM_PROVIDER: '',
-      GEMINI_API_KEY: '',
-      GEMINI_MODEL: '',
-      GEMINI_EMBEDDING_MODEL: '',
-      GEMINI_BASE_URL: '',
-      OPENAI_API_KEY: '',
-      OPENAI_MODEL: '',
-      OPENAI_EMBEDDING_MODEL: '',
-      OPENAI_BASE_URL: '',
-      OPENAI_REASONING_EFFORT: '',
-      GOOGLE_API_KEY: '',
-      DB_NAME: 'nimbus_tests_must_use_a_scratch_database',
-      // The demo customer signs in, whatever a developer's .env says; tests of other customers say so.
-      CUSTOMER_EMAIL: 'maya.patel@example.com',
-      MEMORY_MAX_CHARS: '',
-      MEMORY_RECENT_TURNS: '',
-      MEMORY_NOTES_MAX_CHARS: '',
-      MAX_QUESTIONS_PER_RUN: '',
-      MAX_TOKENS_PER_RUN: '',
-      LLM_TIMEOUT_SECONDS: '',
-      DB_TIMEOUT_SECONDS: '',
-      LOG_DIR: testLogs,
-      NO_COLOR: '1',
+export default defineConfig(({ mode }) => {
+  const cluster = mode === 'cluster';
+  if (cluster && (problem ?? clusterProblem())) throw new Error(problem ?? clusterProblem());
+  return {
+    test: {
+      include: cluster
+        ? ['part-0*/**/*.cluster.test.ts']
+        : ['shared/**/*.test.ts', 'part-0*/**/*.test.ts'],
+      exclude: cluster ? exclude : [...exclude, '**/*.cluster.test.ts'],
+      // Most test time is spent waiting on subprocesses and MySQL, so run more files at once than there are cores.
+      maxWorkers: 3,
+      // Files share worker processes instead of each loading every module again; fresh-env.ts gives each
+      // file the environment the run started with, so no file depends on what an earlier one set.
+      isolate: false,
+      setupFiles: ['shared/testing/fresh-env.ts'],
+      testTimeout: 60_000,
+      hookTimeout: 60_000,
+      // Every provider setting is blanked, so a developer's .env never changes what a test sees;
+      // tests that need a provider point it at the fake server explicitly.
+      env: {
+        LLM_PROVIDER: '',
+        GEMINI_API_KEY: '',
+        GEMINI_MODEL: '',
+        GEMINI_EMBEDDING_MODEL: '',
+        GEMINI_BASE_URL: '',
+        OPENAI_API_KEY: '',
+        OPENAI_MODEL: '',
+        OPENAI_EMBEDDING_MODEL: '',
+        OPENAI_BASE_URL: '',
+        OPENAI_REASONING_EFFORT: '',
+        GOOGLE_API_KEY: '',
+        DB_NAME: 'nimbus_tests_must_use_a_scratch_database',
+        // The demo customer signs in, whatever a developer's .env says; tests of other customers say so.
+        CUSTOMER_EMAIL: 'maya.patel@example.com',
+        MEMORY_MAX_CHARS: '',
+        MEMORY_RECENT_TURNS: '',
+        MEMORY_NOTES_MAX_CHARS: '',
+        MAX_QUESTIONS_PER_RUN: '',
+        MAX_TOKENS_PER_RUN: '',
+        LLM_TIMEOUT_SECONDS: '',
+        DB_TIMEOUT_SECONDS: '',
+        LOG_DIR: testLogs,
+        NO_COLOR: '1',
+      },
     },
-  },
+  };
 });
