@@ -108,7 +108,7 @@ export function turnChars(turn: Turn): number {
  */
 export function closeTurn(turn: Turn): Turn {
   const last = turn.at(-1);
-  if (last?.role === 'assistant' && !last.tool_calls?.length) return turn;
+  if (last?.role === 'assistant' && !last.tool_calls?.length && last.content.trim()) return turn;
   return [...turn, { role: 'assistant', content: interruptedAnswer(turn) }];
 }
 

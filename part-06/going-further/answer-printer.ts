@@ -5,8 +5,10 @@ import { printable } from '../../shared/text.ts';
 import type { AgentOptions, AgentResult } from '../agent.ts';
 
 /** Ctrl-C while the agent worked: the steps it completed are saved (the agent saves each one). */
-const CANCELLED =
+const CANCELLED_AFTER_TOOLS =
   '(Cancelled. What Nimbus had already done is saved, so the next question knows about it.)';
+/** Ctrl-C before any step was saved: nothing of the question is kept. */
+const CANCELLED_BEFORE_TOOLS = '(Cancelled: nothing from this question was saved.)';
 
 /** Ctrl-C while the question waited to start (for another window's question): nothing was done. */
 export const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was saved.';
@@ -47,9 +49,10 @@ export function answerPrinter() {
       if (line.includes(' model → ')) working.start('running the tool'); // a tool call starts
     },
     /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
-    finish(result: AgentResult): void {
+    finish(result: AgentResult, saved: boolean): void {
       breakLine();
-      if (result.outcome === 'cancelled') console.log(dim(CANCELLED));
+      if (result.outcome === 'cancelled')
+        console.log(dim(saved ? CANCELLED_AFTER_TOOLS : CANCELLED_BEFORE_TOOLS));
       else if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
       console.log();
       // Not an outage: the provider called the request invalid, and its words say why.

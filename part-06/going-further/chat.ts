@@ -134,8 +134,17 @@ async function ask(
   const out = answerPrinter(); // the answer as it streams in, the trace lines around it
   const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   try {
+    // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind.
+    const { store } = chat.options;
+    let saved = false;
+    const watched = {
+      ...store,
+      saveStep: (...args: Parameters<typeof store.saveStep>) =>
+        store.saveStep(...args).then(() => void (saved = true)),
+    };
     const options = {
       ...chat.options,
+      store: watched,
       signal,
       callModel: out.callModel,
       onTraceLine: out.traceLine,
@@ -145,7 +154,7 @@ async function ask(
       () => runAgent(question, chat.customer, chat.conversation, options),
       { signal, onWait },
     );
-    out.finish(result);
+    out.finish(result, saved);
     return result;
   } catch (error) {
     out.breakLine();

@@ -158,10 +158,13 @@ describe('buildContext', () => {
   });
 });
 
-/** A turn that does not end with an answer (text, no tool calls) gets the interrupted note. */
+/** A turn that does not end with an answer (some text, no tool calls) gets the interrupted note. */
 function closedPlainly(turn: Message[]): Message[] {
   const last = turn[turn.length - 1];
-  const answered = last.role === 'assistant' && !(last.tool_calls && last.tool_calls.length);
+  const answered =
+    last.role === 'assistant' &&
+    !(last.tool_calls && last.tool_calls.length) &&
+    last.content.trim() !== '';
   return answered ? turn : [...turn, { role: 'assistant', content: interruptedAnswer(turn) }];
 }
 
