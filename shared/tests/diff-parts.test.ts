@@ -4,8 +4,16 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
-import { chapterDiff } from '../scripts/chapter-diff.ts';
+import { chapterDiff as computeDiff } from '../scripts/chapter-diff.ts';
 import { runScript } from '../testing/run-script.ts';
+
+/** The parts do not change during the run: each diff is computed once and shared by the tests that read it. */
+const computed = new Map<string, ReturnType<typeof computeDiff>>();
+function chapterDiff(from: number, to: number, options: { all?: boolean } = {}) {
+  const key = `${from}-${to}-${options.all ?? false}`;
+  if (!computed.has(key)) computed.set(key, computeDiff(from, to, options));
+  return computed.get(key)!;
+}
 
 const folder = (part: number) => `part-${String(part).padStart(2, '0')}`;
 const source = (part: number, file: string) =>
