@@ -180,12 +180,13 @@ async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): 
   });
 }
 
-/** Pushes this process's lease on a conversation further out; false if it is no longer ours. */
+/** Pushes this process's lease on a conversation further out; false if it is no longer ours, or expired. */
 export async function renew(conversationId: string, db?: PoolConnection): Promise<boolean> {
   const holder = held.get(conversationId);
   if (!holder) return true; // not answering under a lease (a test, a tool): nothing to check
+  // An expired lease is lost even if nobody took it yet: a process frozen past the expiry cannot tell.
   const sql = `UPDATE question_leases SET expires_at = NOW(3) + INTERVAL ? SECOND
-                WHERE conversation_id = ? AND holder = ?`;
+                WHERE conversation_id = ? AND holder = ? AND expires_at >= NOW(3)`;
   const params = [LEASE_SECONDS, conversationId, holder];
   const [result] = db
     ? await db.query<ResultSetHeader>(sql, params)
