@@ -25,8 +25,8 @@ if (problem) {
 }
 
 // The cluster tests (*.cluster.test.ts, `npm run test:cluster`, which is `vitest run --mode cluster`)
-// start a local 3-node Galera cluster (part-06/going-further/local-cluster.ts): half a minute to start
-// and two to run, so they are a run of their own, and `npm test` stays quick. They need Debian's
+// start a local 3-node Galera cluster (part-06/going-further/local-cluster.ts) and stop nodes on
+// purpose: a run of their own, so `npm test` stays quick and needs no Galera. They need Debian's
 // galera-4, rsync and MariaDB's server: without them the run says so in one line and fails.
 function clusterProblem(): string | undefined {
   const missing = ['/usr/lib/galera/libgalera_smm.so', '/usr/sbin/mariadbd'].filter(
