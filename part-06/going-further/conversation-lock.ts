@@ -28,7 +28,7 @@ export const LEASE_SECONDS = 30;
 /** How often a question renews its lease: well within LEASE_SECONDS, so a slow model call keeps it. */
 const RENEW_MS = 10_000;
 /** How long a question waits for another window's question in the same conversation. */
-export const CONVERSATION_WAIT_SECONDS = 30;
+const CONVERSATION_WAIT_SECONDS = 30;
 /** How often a waiting question looks again. */
 const POLL_MS = 200;
 

@@ -208,7 +208,7 @@ export function clusterHosts(info: ClusterInfo): string {
 }
 
 /** The cluster described by `dir`'s state file, running or not; undefined when there is none. */
-export function readCluster(dir: string): ClusterInfo | undefined {
+function readCluster(dir: string): ClusterInfo | undefined {
   const file = path.join(path.resolve(dir), STATE_FILE);
   if (!fs.existsSync(file)) return undefined;
   const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as Omit<ClusterInfo, 'alreadyRunning'>;
