@@ -208,79 +208,80 @@ async function ticketThenInterrupted(provider: ProviderName, signal: 'SIGINT' | 
   return { id, ticket: ticket.id, result };
 }
 
-describe.each(['gemini', 'openai'] as const)(
-  'a ticket opened just before the answer was cut off (%s)',
-  (provider) => {
-    it.each(['SIGINT', 'SIGKILL'] as const)(
-      '%s (the core chat killed, the full one interrupted): the conversation remembers the ticket, and "yes please" opens no second one',
-      async (signal) => {
-        const { chat } = interrupt[signal];
-        const { id, ticket, result } = await ticketThenInterrupted(provider, signal);
-        if (signal === 'SIGINT') {
-          expect(result.code).toBe(0);
-          expect(result.stdout).toContain(
-            '(Cancelled. What Nimbus had already done is saved, so the next question knows about it.)',
-          );
-        } else {
-          expect(result.signal).toBe('SIGKILL');
-        }
-        // Either way the turn is stored as far as it got, the ticket's step last: nothing is added to it.
-        const stored = await loadMessages(id);
-        expect(stored.map((m) => m.role).slice(-3)).toEqual(['user', 'assistant', 'tool']);
-        // The context built on the next load closes it with a note that names the ticket, so it
-        // outlives compaction.
-        const conversation = (await findConversation(id, maya.id))!;
-        const store =
-          chat === core
-            ? plainStore(DEFAULT_BUDGET)
-            : fullSession(maya, fake.llm(provider)).options.store;
-        const { messages } = await store.loadContext(conversation, '');
-        expect(messages.at(-1)).toEqual({
-          role: 'assistant',
-          content: expect.stringMatching(
-            new RegExp(
-              `^\\(This answer was interrupted\\. Done before that: create_support_ticket → .*"ticket_id":${ticket}`,
-            ),
+// Each chat meets one provider here (the provider layer is the same for both, and tested for both).
+describe('a ticket opened just before the answer was cut off', () => {
+  it.each([
+    ['SIGINT', 'gemini'],
+    ['SIGKILL', 'openai'],
+  ] as const)(
+    '%s (the core chat killed, the full one interrupted), %s: the conversation remembers the ticket, and "yes please" opens no second one',
+    async (signal, provider) => {
+      const { chat } = interrupt[signal];
+      const { id, ticket, result } = await ticketThenInterrupted(provider, signal);
+      if (signal === 'SIGINT') {
+        expect(result.code).toBe(0);
+        expect(result.stdout).toContain(
+          '(Cancelled. What Nimbus had already done is saved, so the next question knows about it.)',
+        );
+      } else {
+        expect(result.signal).toBe('SIGKILL');
+      }
+      // Either way the turn is stored as far as it got, the ticket's step last: nothing is added to it.
+      const stored = await loadMessages(id);
+      expect(stored.map((m) => m.role).slice(-3)).toEqual(['user', 'assistant', 'tool']);
+      // The context built on the next load closes it with a note that names the ticket, so it
+      // outlives compaction.
+      const conversation = (await findConversation(id, maya.id))!;
+      const store =
+        chat === core
+          ? plainStore(DEFAULT_BUDGET)
+          : fullSession(maya, fake.llm(provider)).options.store;
+      const { messages } = await store.loadContext(conversation, '');
+      expect(messages.at(-1)).toEqual({
+        role: 'assistant',
+        content: expect.stringMatching(
+          new RegExp(
+            `^\\(This answer was interrupted\\. Done before that: create_support_ticket → .*"ticket_id":${ticket}`,
           ),
-        });
-        // The next question: its request holds the ticket, and asking again returns the same ticket.
-        fake.reply(
-          (view: ChatView) => {
-            const known = view.messages.flatMap((m) =>
-              m.tool_result ? [m.tool_result.result as { ticket_id?: number }] : [],
-            );
-            expect(known.some((r) => r.ticket_id === ticket)).toBe(true);
-            return {
-              tool_calls: [
-                {
-                  name: 'create_support_ticket',
-                  arguments: {
-                    category: 'refund',
-                    summary: 'Refund for order 1042 (again).',
-                    order_id: 1042,
-                  },
+        ),
+      });
+      // The next question: its request holds the ticket, and asking again returns the same ticket.
+      fake.reply(
+        (view: ChatView) => {
+          const known = view.messages.flatMap((m) =>
+            m.tool_result ? [m.tool_result.result as { ticket_id?: number }] : [],
+          );
+          expect(known.some((r) => r.ticket_id === ticket)).toBe(true);
+          return {
+            tool_calls: [
+              {
+                name: 'create_support_ticket',
+                arguments: {
+                  category: 'refund',
+                  summary: 'Refund for order 1042 (again).',
+                  order_id: 1042,
                 },
-              ],
-            };
-          },
-          (view: ChatView) => ({
-            text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.`,
-          }),
-        );
-        const next = await runScript(chat.script, ['--quiet', `--resume=${id}`], {
-          env: env(provider),
-          input: 'Yes please.\n',
-        });
-        expect(next.stdout).toContain(`Nimbus: Your ticket is #${ticket}.`);
-        expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
-        const open = await query<unknown[]>(
-          "SELECT id FROM tickets WHERE order_id = 1042 AND status = 'open'",
-        );
-        expect(open).toHaveLength(1);
-      },
-    );
-  },
-);
+              },
+            ],
+          };
+        },
+        (view: ChatView) => ({
+          text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.`,
+        }),
+      );
+      const next = await runScript(chat.script, ['--quiet', `--resume=${id}`], {
+        env: env(provider),
+        input: 'Yes please.\n',
+      });
+      expect(next.stdout).toContain(`Nimbus: Your ticket is #${ticket}.`);
+      expect(fake.chats().filter((r) => r.rejection)).toEqual([]);
+      const open = await query<unknown[]>(
+        "SELECT id FROM tickets WHERE order_id = 1042 AND status = 'open'",
+      );
+      expect(open).toHaveLength(1);
+    },
+  );
+});
 
 describe('two processes in one conversation (going further’s ask.ts)', () => {
   it('take turns: the second waits for the first, then sees its turn; no turn is ever mixed', async () => {
