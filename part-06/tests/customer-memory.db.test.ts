@@ -1,6 +1,6 @@
 // What Nimbus keeps about a customer across conversations: written when asked, recalled as their words, searched, shown, exported, forgotten, never crossed.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import {
   type ScriptedReply,
 } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
+import { whereIs as findText } from '../../shared/testing/where-is.ts';
 import { newConversation } from '../memory.ts';
 import { systemPrompt } from '../prompt.ts';
 import type { Customer } from '../session.ts';
@@ -102,26 +103,8 @@ function question(customer: Customer): ToolContext {
 const call = (context: ToolContext, name: string, args: Record<string, unknown>) =>
   runTool({ id: 'c', name, arguments: args }, context, memoryTools);
 
-/** Every place the text could hide: every row of every table, every file under the log folder. */
-async function whereIs(text: string): Promise<string[]> {
-  const found: string[] = [];
-  const tables = await query<Array<{ name: string }>>(
-    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
-    [db.name],
-  );
-  for (const { name } of tables) {
-    const rows = await query<unknown[]>(`SELECT * FROM \`${name}\``);
-    if (JSON.stringify(rows, (_, v) => (v?.type === 'Buffer' ? undefined : v)).includes(text))
-      found.push(`table ${name}`);
-  }
-  const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
-    );
-  for (const file of walk(logs))
-    if (readFileSync(file, 'utf8').includes(text)) found.push(`file ${path.relative(logs, file)}`);
-  return found.sort();
-}
+/** Every place the text could hide in this file's database and log folder. */
+const whereIs = (text: string) => findText(db.name, logs, text);
 
 describe('remembering across conversations', () => {
   it.each(PROVIDERS)(

@@ -1,12 +1,13 @@
 // "Please forget everything you know about me": notes and conversations go, this one included, nothing comes back, and the answer says what the store keeps.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { whereIs as findText } from '../../shared/testing/where-is.ts';
 import {
   startFakeProvider,
   type ChatView,
@@ -66,26 +67,8 @@ const call = (name: string, args: Record<string, unknown> = {}): ScriptedReply =
 /** A model that answers with the results it was given, so a test reads them in the answer. */
 const echo = (view: ChatView) => ({ text: JSON.stringify(view.toolResults.map((r) => r.result)) });
 
-/** Every place the text could hide: every row of every table, every file under the log folder. */
-async function whereIs(text: string): Promise<string[]> {
-  const found: string[] = [];
-  const tables = await query<Array<{ name: string }>>(
-    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
-    [db.name],
-  );
-  for (const { name } of tables) {
-    const rows = await query<unknown[]>(`SELECT * FROM \`${name}\``);
-    if (JSON.stringify(rows, (_, v) => (v?.type === 'Buffer' ? undefined : v)).includes(text))
-      found.push(`table ${name}`);
-  }
-  const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
-    );
-  for (const file of walk(logs))
-    if (readFileSync(file, 'utf8').includes(text)) found.push(`file ${path.relative(logs, file)}`);
-  return found.sort();
-}
+/** Every place the text could hide in this file's database and log folder. */
+const whereIs = (text: string) => findText(db.name, logs, text);
 
 /** A customer who said `secret` in an earlier conversation, kept a note of it, and has a support ticket. */
 async function customerWithHistory() {

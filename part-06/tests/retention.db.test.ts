@@ -3,8 +3,6 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
-  readFileSync,
   rmSync,
   statSync,
   utimesSync,
@@ -18,6 +16,7 @@ import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
+import { whereIs as findText } from '../../shared/testing/where-is.ts';
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { saveNote } from '../going-further/customer-notes.ts';
 import { fullSession } from './test-session.ts';
@@ -55,34 +54,16 @@ async function chatAbout(phrase: string): Promise<string> {
   return session.conversation.id;
 }
 
-/** Every place the text could hide: every row of every table, every file under the log folder. */
-async function whereIs(text: string): Promise<string[]> {
-  const found: string[] = [];
-  const tables = await query<Array<{ name: string }>>(
-    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
-    [db.name],
-  );
-  for (const { name } of tables) {
-    const rows = await query<unknown[]>(`SELECT * FROM \`${name}\``);
-    if (JSON.stringify(rows, (_, v) => (v?.type === 'Buffer' ? undefined : v)).includes(text))
-      found.push(`table ${name}`);
-  }
-  const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
-    );
-  for (const file of walk(logs))
-    if (readFileSync(file, 'utf8').includes(text)) found.push(`file ${path.relative(logs, file)}`);
-  return found;
-}
+/** Every place the text could hide in this file's database and log folder. */
+const whereIs = (text: string) => findText(db.name, logs, text);
 
 describe('forget.ts', () => {
   it('deletes the conversation, its messages and its traces, and nothing else', async () => {
     const gone = await chatAbout('periwinkle-7731');
     const kept = await chatAbout('marigold-2208');
     expect(await whereIs('periwinkle-7731')).toEqual([
-      'table messages',
       `file conversations/${gone}.jsonl`,
+      'table messages',
     ]);
     // The id is in its rows, the words index search_past_conversations reads, and the trace file.
     expect((await whereIs(gone)).sort()).toEqual(
