@@ -25,7 +25,7 @@ if (problem) {
 }
 
 // The cluster tests (*.cluster.test.ts, `npm run test:cluster`, which is `vitest run --mode cluster`)
-// start a local 3-node Galera cluster (part-06/going-further/local-cluster.ts) and stop nodes on
+// start a local 3-node Galera cluster (part-06/going-further/ops/local-cluster.ts) and stop nodes on
 // purpose: a run of their own, so `npm test` stays quick and needs no Galera. They need Debian's
 // galera-4, rsync and MariaDB's server: without them the run says so in one line and fails.
 function clusterProblem(): string | undefined {

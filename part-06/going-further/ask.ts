@@ -8,11 +8,11 @@ import { runAgent, type AgentResult } from '../agent.ts';
 import { describeIndexStatus, indexStatus } from '../embedding-index.ts';
 import { findConversation, newConversation } from '../memory.ts';
 import { describeCustomer, signIn } from '../session.ts';
-import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './conversation-lock.ts';
-import { storeAndTools } from './agent-setup.ts';
-import { ensureFullDatabase } from './database-setup.ts';
-import { notesBudget } from './recall.ts';
-import { checkQuestion } from './question-limit.ts';
+import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
+import { storeAndTools } from './question/agent-options.ts';
+import { ensureFullDatabase } from './store/ensure-tables.ts';
+import { notesBudget } from './notes/recall-notes.ts';
+import { checkQuestion } from './terminal/question-limit.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
 

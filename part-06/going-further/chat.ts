@@ -8,16 +8,16 @@ import { memoryBudget } from '../context.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
-import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './conversation-lock.ts';
-import { storeAndTools } from './agent-setup.ts';
-import { ensureFullDatabase } from './database-setup.ts';
-import { ConversationDeleted } from './hardened-store.ts';
-import { offerToBuildIndex } from './index-offer.ts';
-import { LineInput, LongLine } from './line-input.ts';
-import { answerPrinter, CANCELLED_BEFORE_START } from './answer-printer.ts';
-import { MAX_QUESTION_CHARS, tooLong } from './question-limit.ts';
-import { notesBudget } from './recall.ts';
-import { runBudget, RunSpending } from './run-budget.ts';
+import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
+import { storeAndTools } from './question/agent-options.ts';
+import { ensureFullDatabase } from './store/ensure-tables.ts';
+import { ConversationDeleted } from './store/hardened-store.ts';
+import { offerToBuildIndex } from './terminal/index-offer.ts';
+import { LineInput, LongLine } from './terminal/line-input.ts';
+import { answerPrinter, CANCELLED_BEFORE_START } from './terminal/answer-printer.ts';
+import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
+import { notesBudget } from './notes/recall-notes.ts';
+import { runBudget, RunSpending } from './terminal/run-budget.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 

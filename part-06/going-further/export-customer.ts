@@ -4,8 +4,8 @@ import { logDir } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printableJson } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
-import { checkFullDatabase } from './database-setup.ts';
-import { exportCustomer } from './customer-export.ts';
+import { checkFullDatabase } from './store/ensure-tables.ts';
+import { exportCustomer } from './privacy/customer-data.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
 

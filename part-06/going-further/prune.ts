@@ -3,8 +3,8 @@ import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor, displayPath } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
-import { checkFullDatabase } from './database-setup.ts';
-import { planPrune, prune } from './retention.ts';
+import { checkFullDatabase } from './store/ensure-tables.ts';
+import { planPrune, prune } from './privacy/delete-conversations.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
 

@@ -3,8 +3,8 @@ import { confirmed, listing, parseFlags, runMain } from '../../shared/cli.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { llmSettingsOrError, logDir } from '../../shared/config.ts';
 import { planReset, resetDatabase } from '../setup-database.ts';
-import { leasedConversations, takeLeases } from './conversation-lock.ts';
-import { deleteTraces } from './retention.ts';
+import { leasedConversations, takeLeases } from './question/lease.ts';
+import { deleteTraces } from './privacy/delete-conversations.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--yes]')}
 

@@ -4,14 +4,14 @@ import { commandFor } from '../../shared/hints.ts';
 import { printable, printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView } from '../conversation-view.ts';
-import { checkFullDatabase } from './database-setup.ts';
+import { checkFullDatabase } from './store/ensure-tables.ts';
 import { describeConversation } from '../stored-conversations.ts';
-import { loadRows, turnsView } from './stored-rows.ts';
-import { listConversations, listView } from './conversation-list.ts';
-import { exportConversation } from './customer-export.ts';
-import { recallView } from './notes-view.ts';
-import { notesBudget, recallNotes } from './recall.ts';
-import { readHistory, shownMessages } from './stored-history.ts';
+import { loadRows, turnsView } from './store/message-rows.ts';
+import { listConversations, listView } from './store/recent-conversations.ts';
+import { exportConversation } from './privacy/customer-data.ts';
+import { recallView } from './notes/notes-view.ts';
+import { notesBudget, recallNotes } from './notes/recall-notes.ts';
+import { readHistory, shownMessages } from './store/read-history.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
        ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens

@@ -2,9 +2,9 @@
 import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { lookUpCustomer } from '../session.ts';
-import { checkFullDatabase } from './database-setup.ts';
-import { allNotes } from './customer-notes.ts';
-import { notesView } from './notes-view.ts';
+import { checkFullDatabase } from './store/ensure-tables.ts';
+import { allNotes } from './notes/notes-queries.ts';
+import { notesView } from './notes/notes-view.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
 

@@ -15,7 +15,7 @@ import {
 import { interruptedAnswer } from '../context.ts';
 import { loadMessages, saveMessages, type StoredMessage } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { loadRows } from '../going-further/stored-rows.ts';
+import { loadRows } from '../going-further/store/message-rows.ts';
 import { conversationTraceFile } from '../trace.ts';
 import { coreSession, type TestSession } from './test-session.ts';
 

@@ -6,9 +6,9 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
-import { MAX_QUESTION_CHARS } from '../going-further/question-limit.ts';
+import { MAX_QUESTION_CHARS } from '../going-further/terminal/question-limit.ts';
 import { loadMessages } from '../memory.ts';
-import { ensureFullDatabase } from '../going-further/database-setup.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
 let fake: FakeProvider;
@@ -46,7 +46,7 @@ describe('conversation ids are checked wherever they enter', () => {
 
 describe('flags that make no sense', () => {
   it('going further’s bench.ts --runs=abc is refused instead of running 40, and quoted escaped', async () => {
-    const result = await runScript(script('going-further/bench.ts'), ['--runs=abc\x1b[2J'], {
+    const result = await runScript(script('going-further/ops/bench.ts'), ['--runs=abc\x1b[2J'], {
       env,
     });
     expect(result.code).toBe(2);

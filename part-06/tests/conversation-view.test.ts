@@ -2,10 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/llm/index.ts';
 import { describeMessage } from '../conversation-view.ts';
-import { turnsView } from '../going-further/stored-rows.ts';
-import { listView } from '../going-further/conversation-list.ts';
-import type { StoredMessageRow } from '../going-further/stored-rows.ts';
-import { describeDamage, shownMessages } from '../going-further/stored-history.ts';
+import { turnsView } from '../going-further/store/message-rows.ts';
+import { listView } from '../going-further/store/recent-conversations.ts';
+import type { StoredMessageRow } from '../going-further/store/message-rows.ts';
+import { describeDamage, shownMessages } from '../going-further/store/read-history.ts';
 
 /** Escape sequences, bidirectional overrides and invisible characters, raw. */
 const HIDDEN = /[\x1b\u009b\u200b\u200d\u202e]/;

@@ -9,8 +9,8 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { runScript } from '../../shared/testing/run-script.ts';
 import { signIn } from '../session.ts';
 import { conversationTraceFile } from '../trace.ts';
-import { saveNote } from '../going-further/customer-notes.ts';
-import { ensureFullDatabase } from '../going-further/database-setup.ts';
+import { saveNote } from '../going-further/notes/notes-queries.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
 import { coreSession } from './test-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));

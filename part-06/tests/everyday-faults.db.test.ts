@@ -15,8 +15,8 @@ import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
 import { memoryBudget } from '../context.ts';
 import { loadMessages } from '../memory.ts';
-import { loadRows } from '../going-further/stored-rows.ts';
-import { ensureFullDatabase } from '../going-further/database-setup.ts';
+import { loadRows } from '../going-further/store/message-rows.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
 /** The full Nimbus's scripts. */
@@ -357,7 +357,7 @@ describe('a chat that ends without a question', () => {
 
 describe('npm run bench interrupted (going further)', () => {
   it('drops its scratch database on Ctrl-C', async () => {
-    const child = startScript(further('bench.ts'), ['--runs=5'], { env });
+    const child = startScript(further('ops/bench.ts'), ['--runs=5'], { env });
     const done = collect(child);
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));

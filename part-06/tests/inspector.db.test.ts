@@ -7,7 +7,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../shared/testin
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, memoryBudget, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
 import { contextView, storedView } from '../conversation-view.ts';
-import { turnsView } from '../going-further/stored-rows.ts';
+import { turnsView } from '../going-further/store/message-rows.ts';
 import {
   loadMessages,
   newConversation,
@@ -16,8 +16,8 @@ import {
   type StoredMessage,
 } from '../memory.ts';
 import { describeConversation } from '../stored-conversations.ts';
-import { loadRows } from '../going-further/stored-rows.ts';
-import { ensureFullDatabase } from '../going-further/database-setup.ts';
+import { loadRows } from '../going-further/store/message-rows.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
 
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));
 const SHOW_FULL = fileURLToPath(new URL('../going-further/show-conversation.ts', import.meta.url));

@@ -14,10 +14,10 @@ import { collect, runScript, startScript, waitForOutput } from '../../shared/tes
 import { waitUntil } from '../../shared/testing/wait-until.ts';
 import { DEFAULT_BUDGET, splitIntoTurns } from '../context.ts';
 import { findConversation, loadMessages, plainStore, type Conversation } from '../memory.ts';
-import { loadRows } from '../going-further/stored-rows.ts';
-import { WAITING_FOR_OTHER_QUESTION } from '../going-further/conversation-lock.ts';
-import { ensureFullDatabase } from '../going-further/database-setup.ts';
-import { readHistory } from '../going-further/stored-history.ts';
+import { loadRows } from '../going-further/store/message-rows.ts';
+import { WAITING_FOR_OTHER_QUESTION } from '../going-further/question/lease.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
+import { readHistory } from '../going-further/store/read-history.ts';
 import { coreSession, fullSession, type TestSession } from './test-session.ts';
 import type { LlmSettings } from '../../shared/config.ts';
 import type { Customer } from '../session.ts';

@@ -10,7 +10,7 @@ import { runScript } from '../../shared/testing/run-script.ts';
 import { newConversation, saveMessages } from '../memory.ts';
 import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 import { conversationTraceFile } from '../trace.ts';
-import { checkFullDatabase, ensureFullDatabase } from '../going-further/database-setup.ts';
+import { checkFullDatabase, ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
 
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));

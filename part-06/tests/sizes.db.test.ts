@@ -9,10 +9,10 @@ import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-
 import { runAgent } from '../agent.ts';
 import { DEFAULT_BUDGET } from '../context.ts';
 import { loadMessages, newConversation } from '../memory.ts';
-import { loadRows } from '../going-further/stored-rows.ts';
-import { ensureFullDatabase } from '../going-further/database-setup.ts';
-import { hardenedStore } from '../going-further/hardened-store.ts';
-import { MAX_STORED_CHARS } from '../going-further/storable.ts';
+import { loadRows } from '../going-further/store/message-rows.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
+import { hardenedStore } from '../going-further/store/hardened-store.ts';
+import { MAX_STORED_CHARS } from '../going-further/store/fit-message.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;

@@ -5,8 +5,8 @@ import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { DEFAULT_BUDGET, type MemoryBudget } from '../context.ts';
 import { newConversation, plainStore, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
-import { withConversationLock } from '../going-further/conversation-lock.ts';
-import { hardenedStore, type HardenedStoreOptions } from '../going-further/hardened-store.ts';
+import { withConversationLock } from '../going-further/question/lease.ts';
+import { hardenedStore, type HardenedStoreOptions } from '../going-further/store/hardened-store.ts';
 
 export interface TestSession {
   customer: Customer;

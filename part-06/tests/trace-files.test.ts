@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Trace } from '../trace.ts';
-import { deleteTraceFile } from '../going-further/retention.ts';
+import { deleteTraceFile } from '../going-further/privacy/delete-conversations.ts';
 
 let logs: string;
 beforeAll(() => {

@@ -1,0 +1,97 @@
+// Going further: a real 3-node MariaDB Galera cluster on this machine, `npx tsx cluster.ts start|stop|status`.
+import path from 'node:path';
+import { dim, parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
+import { ROOT_DIR } from '../../../shared/config.ts';
+import { commandFor, displayPath } from '../../../shared/hints.ts';
+import { printable } from '../../../shared/text.ts';
+import {
+  ClusterError,
+  clusterHosts,
+  clusterStatus,
+  startCluster,
+  stopCluster,
+  type ClusterInfo,
+} from './local-cluster.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url, 'start|stop|status')}
+
+Runs a real 3-node MariaDB Galera cluster on 127.0.0.1, from Debian's galera-4, rsync and
+mariadb-server packages (apt-get install galera-4 rsync mariadb-server):
+  start   creates and starts the nodes, then prints the DB_HOSTS line to put in .env
+  status  shows each node's port, process and Galera state
+  stop    stops every node and deletes the cluster's folder with all its data
+The cluster lives in CLUSTER_DIR (default: .cluster in the repository root).`;
+
+const COMMANDS = ['start', 'stop', 'status'];
+
+await runMain(async () => {
+  const { positionals } = parseFlags({ options: {}, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('Give one command: start, stop or status.');
+  const command = positionals[0];
+  if (!COMMANDS.includes(command))
+    throw new UsageError(
+      `Unknown command "${printable(command, { singleLine: true })}": use start, stop or status.`,
+    );
+  // CLUSTER_DIR: where the nodes' datadirs live; a relative path is taken from the repository root.
+  const dir = path.resolve(ROOT_DIR, process.env.CLUSTER_DIR?.trim() || '.cluster');
+  try {
+    if (command === 'start') await start(dir);
+    else if (command === 'stop') await stop(dir);
+    else await status(dir);
+  } catch (error) {
+    if (!(error instanceof ClusterError)) throw error;
+    console.error(printable(error.message));
+    return 1;
+  }
+}, USAGE);
+
+async function start(dir: string): Promise<void> {
+  const info = await startCluster(dir, { log: (line) => console.log(dim(line)) });
+  if (info.alreadyRunning)
+    console.log(`A cluster is already running in ${displayPath(dir)} (since ${info.startedAt}):`);
+  printNodes(info);
+  console.log(`\nTo use it, put this line in .env:\nDB_HOSTS=${clusterHosts(info)}`);
+  console.log(`\nStop it, deleting its data, with: ${commandFor(import.meta.url, 'stop')}`);
+}
+
+function printNodes(info: ClusterInfo): void {
+  for (const node of info.nodes)
+    console.log(`  node ${node.node}  ${info.host}:${node.sqlPort}  pid ${node.pid}`);
+}
+
+async function status(dir: string): Promise<void> {
+  const nodes = await clusterStatus(dir);
+  if (!nodes) {
+    console.log(
+      `No cluster in ${displayPath(dir)}. Start one with ${commandFor(import.meta.url, 'start')}.`,
+    );
+    return;
+  }
+  console.log(`Cluster in ${displayPath(dir)}:`);
+  for (const node of nodes) {
+    const state = !node.running
+      ? 'not running'
+      : node.state
+        ? `${node.state}, cluster size ${node.clusterSize}`
+        : `running but not answering (${node.problem})`;
+    console.log(`  node ${node.node}  127.0.0.1:${node.sqlPort}  pid ${node.pid}  ${state}`);
+  }
+}
+
+async function stop(dir: string): Promise<void> {
+  const report = await stopCluster(dir);
+  if (!report.removed) {
+    console.log(`No cluster in ${displayPath(dir)}; nothing to stop.`);
+    return;
+  }
+  const stopped = report.stopped.length
+    ? `Stopped node${report.stopped.length === 1 ? '' : 's'} ${report.stopped.join(', ')}`
+    : 'No node was running';
+  const killed = report.killed.length
+    ? ` (${report.killed.join(', ')} did not stop within 30 s and had to be killed)`
+    : '';
+  const megabytes = Math.round(report.removed.bytes / 1e6);
+  console.log(
+    `${stopped}${killed}; deleted ${displayPath(report.removed.dir)} and its ${megabytes} MB of data.`,
+  );
+}

@@ -1,0 +1,287 @@
+// Going further: many customers at once through the full agent loop, against one server or a cluster: `npm run load`.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import mysql from 'mysql2/promise';
+import { parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
+import { dbSettings, llmSettings } from '../../../shared/config.ts';
+import { closePool, connectionOptions, explainDatabaseError } from '../../../shared/db.ts';
+import { commandFor } from '../../../shared/hints.ts';
+import { startFakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { printable, printableJson } from '../../../shared/text.ts';
+import { runAgent, type AgentOptions } from '../../agent.ts';
+import { DEFAULT_BUDGET } from '../../context.ts';
+import { newConversation, type ConversationStore } from '../../memory.ts';
+import { withConversationLock } from '../question/lease.ts';
+import { ensureFullDatabase } from '../store/ensure-tables.ts';
+import { hardenedStore } from '../store/hardened-store.ts';
+
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--customers=1,8,32,128] [--turns=4] [--pace=300] [--spread] [--json]')}
+
+Creates a scratch database on the server in .env (DB_HOST, or the cluster in DB_HOSTS), and for each
+number of customers K answers K conversations at once, --turns questions each, through the full agent
+loop (lease, hardened store, tools) with a fake model that takes --pace ms per call (a tool call, then
+the answer). Prints turns per second, the median and 95th percentile of loading the context and of
+saving a step, the questions that had to wait for a lease, and errors. --spread runs one process per
+server in DB_HOSTS, each preferring its own node (writers spread), instead of one process for all.
+The scratch database is dropped at the end.`;
+
+/** What one process measured: durations in milliseconds. */
+interface Measured {
+  /** From the first question to the last answer, without the process's start. */
+  seconds: number;
+  turns: number;
+  loads: number[];
+  saves: number[];
+  lockWaits: number;
+  errors: string[];
+}
+
+await runMain(async () => {
+  const { values } = parseFlags({
+    options: {
+      customers: { type: 'string', default: '1,8,32,128' },
+      turns: { type: 'string', default: '4' },
+      pace: { type: 'string', default: '300' },
+      spread: { type: 'boolean' },
+      json: { type: 'boolean' },
+      worker: { type: 'string' }, // internal: this process is one of --spread's
+    },
+  });
+  const turns = whole(values.turns, '--turns');
+  const pace = whole(values.pace, '--pace');
+  if (values.worker !== undefined) {
+    const options = { llm: llmSettings(), logDir: process.env.LOG_DIR!, quiet: true };
+    return worker(whole(values.worker, '--worker'), turns, options);
+  }
+  const sizes = values.customers.split(',').map((k) => whole(k, '--customers'));
+  const settings = dbSettings();
+  const processes = values.spread ? settings.servers.length : 1;
+  if (values.spread && processes < 2)
+    throw new UsageError('--spread needs several servers in DB_HOSTS.');
+
+  const fake = await startFakeProvider({ fallback: pacedModel(pace) });
+  const database = `nimbus_load_${Date.now().toString(36)}`;
+  const log = values.json ? () => {} : (line: string) => console.error(line);
+  log(`Working in the scratch database ${database} (dropped at the end).`);
+  // The traces of the run go to a folder of their own, deleted with the database.
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-load-'));
+  const env = { ...fake.env('openai'), DB_NAME: database, LOG_DIR: logDir };
+  const results = [];
+  try {
+    process.env.DB_NAME = database;
+    await ensureFullDatabase(() => {});
+    for (const k of sizes) {
+      log(
+        `${k} customer${k === 1 ? '' : 's'} at once, ${processes} process${processes === 1 ? '' : 'es'}…`,
+      );
+      const parts = await Promise.all(
+        Array.from({ length: processes }, (_, p) =>
+          runWorker(share(k, processes, p), turns, rotated(settings.servers, p), env),
+        ),
+      );
+      results.push(summary(k, parts));
+    }
+  } finally {
+    await fake.close();
+    await closePool();
+    await dropDatabase(database);
+    rmSync(logDir, { recursive: true, force: true });
+  }
+  if (values.json)
+    return void console.log(printableJson({ pace_ms: pace, turns, processes, results }));
+  printTable(results, { pace, turns, processes, servers: settings.servers.length });
+}, USAGE);
+
+/** The fake model: each question gets a tool call, then an answer, each after `pace` ms, as a real model takes. */
+function pacedModel(pace: number) {
+  return (view: { messages: Array<{ role: string }> }) => {
+    const gate = sleep(pace);
+    return view.messages.at(-1)?.role === 'tool'
+      ? { text: 'Here is what I found about your orders.', gate }
+      : { tool_calls: [{ name: 'list_customer_orders', arguments: {} }], gate };
+  };
+}
+
+/** One process of the run (this script again, with --worker=K), preferring the servers in this order. */
+function runWorker(
+  customers: number,
+  turns: number,
+  servers: Array<{ host: string; port: number }>,
+  env: Record<string, string>,
+): Promise<Measured> {
+  if (customers === 0)
+    return Promise.resolve({
+      seconds: 0,
+      turns: 0,
+      loads: [],
+      saves: [],
+      lockWaits: 0,
+      errors: [],
+    });
+  const script = fileURLToPath(import.meta.url);
+  const hosts = servers.map((s) => `${s.host}:${s.port}`).join(',');
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', script, `--worker=${customers}`, `--turns=${turns}`],
+    {
+      env: { ...process.env, ...env, DB_HOSTS: hosts },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out))
+        : reject(new Error(`A load process ended with ${code}.`)),
+    );
+  });
+}
+
+/** In a worker: `customers` conversations at once, `turns` questions each, timing the store. */
+async function worker(
+  customers: number,
+  turns: number,
+  agent: Omit<AgentOptions, 'store'>,
+): Promise<void> {
+  const measured: Measured = {
+    seconds: 0,
+    turns: 0,
+    loads: [],
+    saves: [],
+    lockWaits: 0,
+    errors: [],
+  };
+  const options: AgentOptions = { ...agent, store: timed(hardenedStore(DEFAULT_BUDGET), measured) };
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: customers }, async (_, i) => {
+      // The sample store's customers, in turn: several conversations of one customer are fine.
+      const customer = { id: (i % 8) + 1, name: `Customer ${(i % 8) + 1}`, email: '' };
+      const conversation = newConversation(customer.id);
+      for (let t = 0; t < turns; t++) {
+        try {
+          const onWait = () => measured.lockWaits++;
+          const result = await withConversationLock(
+            conversation,
+            () => runAgent(`Question ${t}: where are my orders?`, customer, conversation, options),
+            { onWait },
+          );
+          if (result.saveError) measured.errors.push(result.saveError);
+          else measured.turns++;
+        } catch (error) {
+          measured.errors.push(error instanceof Error ? error.message : String(error));
+        }
+      }
+    }),
+  );
+  measured.seconds = (performance.now() - started) / 1000;
+  await closePool();
+  console.log(JSON.stringify(measured));
+}
+
+/** The store, timing each load and each save into `measured`. */
+function timed(store: ConversationStore, measured: Measured): ConversationStore {
+  const time = async <T>(into: number[], work: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      into.push(performance.now() - started);
+    }
+  };
+  return {
+    loadContext: (conversation, question) =>
+      time(measured.loads, () => store.loadContext(conversation, question)),
+    saveStep: (conversation, step) =>
+      time(measured.saves, () => store.saveStep(conversation, step)),
+  };
+}
+
+function summary(customers: number, parts: Measured[]) {
+  const seconds = Math.max(...parts.map((m) => m.seconds));
+  const all = (pick: (m: Measured) => number[]) => parts.flatMap(pick).sort((a, b) => a - b);
+  const loads = all((m) => m.loads);
+  const saves = all((m) => m.saves);
+  const turns = parts.reduce((sum, m) => sum + m.turns, 0);
+  const errors = parts.flatMap((m) => m.errors);
+  return {
+    customers,
+    turns,
+    turns_per_second: round(turns / seconds),
+    load_ms_p50: round(percentile(loads, 50)),
+    load_ms_p95: round(percentile(loads, 95)),
+    save_ms_p50: round(percentile(saves, 50)),
+    save_ms_p95: round(percentile(saves, 95)),
+    lock_waits: parts.reduce((sum, m) => sum + m.lockWaits, 0),
+    errors: errors.length,
+    first_error: errors[0],
+  };
+}
+
+function printTable(
+  results: ReturnType<typeof summary>[],
+  run: { pace: number; turns: number; processes: number; servers: number },
+): void {
+  const where = run.servers > 1 ? `a cluster of ${run.servers}` : 'one server';
+  console.log(
+    `Against ${where}, ${run.processes} process${run.processes === 1 ? '' : 'es'}; the model takes ${run.pace} ms per call, 2 calls per question, ${run.turns} questions per customer.\n`,
+  );
+  console.log(
+    '| customers | turns/s | load p50 | load p95 | save p50 | save p95 | lock waits | errors |',
+  );
+  console.log(
+    '| --------: | ------: | -------: | -------: | -------: | -------: | ---------: | -----: |',
+  );
+  for (const r of results)
+    console.log(
+      `| ${r.customers} | ${r.turns_per_second} | ${r.load_ms_p50} ms | ${r.load_ms_p95} ms | ${r.save_ms_p50} ms | ${r.save_ms_p95} ms | ${r.lock_waits} | ${r.errors} |`,
+    );
+  const failed = results.find((r) => r.first_error);
+  if (failed)
+    console.log(`\nFirst error (${failed.customers} customers): ${printable(failed.first_error!)}`);
+}
+
+/** Customers of process `p` of `n`: K split as evenly as it goes. */
+function share(k: number, n: number, p: number): number {
+  return Math.floor(k / n) + (p < k % n ? 1 : 0);
+}
+
+/** The servers with process p's preferred one first. */
+function rotated<T>(servers: T[], p: number): T[] {
+  return [...servers.slice(p % servers.length), ...servers.slice(0, p % servers.length)];
+}
+
+async function dropDatabase(database: string): Promise<void> {
+  const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
+    throw explainDatabaseError(error);
+  });
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
+  } finally {
+    await admin.end();
+  }
+}
+
+function whole(value: string, flag: string): number {
+  if (/^\d{1,6}$/.test(value.trim())) return Number(value);
+  throw new UsageError(
+    `${flag} takes whole numbers (got "${printable(value, { singleLine: true })}").`,
+  );
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}

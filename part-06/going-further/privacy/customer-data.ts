@@ -1,0 +1,93 @@
+// Going further: everything Nimbus holds about one customer, as one object: the answer to "what do you hold about me?".
+import { existsSync } from 'node:fs';
+import { query } from '../../../shared/db.ts';
+import { displayPath } from '../../../shared/hints.ts';
+import type { Customer } from '../../session.ts';
+import { describeConversation, type ConversationSummary } from '../../stored-conversations.ts';
+import { loadRows, type StoredMessageRow } from '../store/message-rows.ts';
+import { conversationTraceFile } from '../../trace.ts';
+import { allNotes } from '../notes/notes-queries.ts';
+import { readHistory, type History } from '../store/read-history.ts';
+
+/**
+ * The customer's record, orders, support tickets, notes, and every conversation with its messages
+ * (as show-conversation --json exports one) and the path of its trace file, a copy kept under logs/.
+ */
+export async function exportCustomer(logDir: string, customer: Customer) {
+  const [record] = await query<Array<Record<string, unknown>>>(
+    'SELECT id, name, email, created_at FROM customers WHERE id = ?',
+    [customer.id],
+  );
+  const orders = await query<Array<Record<string, unknown> & { id: number }>>(
+    `SELECT id, status, created_at, paid_at, shipped_at, delivered_at, shipping_cost
+       FROM orders WHERE customer_id = ? ORDER BY created_at, id`,
+    [customer.id],
+  );
+  for (const order of orders)
+    order.items = await query(
+      `SELECT p.name AS product, i.quantity, i.unit_price
+         FROM order_items i JOIN products p ON p.id = i.product_id WHERE i.order_id = ? ORDER BY p.name`,
+      [order.id],
+    );
+  const tickets = await query(
+    `SELECT id, category, summary, order_id, status, created_at
+       FROM tickets WHERE customer_id = ? ORDER BY id`,
+    [customer.id],
+  );
+  const ids = await query<Array<{ id: string }>>(
+    'SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at, id',
+    [customer.id],
+  );
+  const conversations = [];
+  for (const { id } of ids) {
+    const summary = await describeConversation(id);
+    if (!summary) continue; // deleted since it was listed
+    const rows = await loadRows(id);
+    const traceFile = conversationTraceFile(logDir, id);
+    conversations.push({
+      ...exportConversation(summary, rows, readHistory(rows)),
+      trace_file: existsSync(traceFile) ? displayPath(traceFile) : null,
+    });
+  }
+  return {
+    customer: record,
+    orders,
+    tickets,
+    notes: await allNotes(customer.id),
+    conversations,
+  };
+}
+
+/** The whole stored conversation as one object: for a customer's data request or a bug report. */
+export function exportConversation(
+  conversation: ConversationSummary,
+  rows: StoredMessageRow[],
+  history: History,
+) {
+  const damaged = new Map(history.damaged.map((d) => [d.seq, d.reason]));
+  return {
+    id: conversation.id,
+    customer: { name: conversation.customer_name, email: conversation.customer_email },
+    created_at: conversation.created_at,
+    updated_at: conversation.updated_at,
+    messages: rows.map((row) => ({
+      seq: row.seq,
+      role: row.role,
+      created_at: row.created_at,
+      data: parseIfText(row.data),
+      input_tokens: row.input_tokens,
+      output_tokens: row.output_tokens,
+      storage_note: row.storage_note,
+      ...(damaged.has(row.seq) ? { damaged: damaged.get(row.seq) } : {}),
+    })),
+  };
+}
+
+/** The stored text, parsed when it is JSON that JavaScript reads; as text otherwise (a damaged row). */
+function parseIfText(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
+  }
+}

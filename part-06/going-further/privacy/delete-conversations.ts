@@ -1,0 +1,281 @@
+// Going further: deleting conversations everywhere they live: their rows, their trace files, the notes learned in them.
+//
+// Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
+// every copy we make is deleted here together.
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import type { ResultSetHeader } from 'mysql2';
+import { query } from '../../../shared/db.ts';
+import { describeConversation, type ConversationSummary } from '../../stored-conversations.ts';
+import { conversationTraceFile } from '../../trace.ts';
+import {
+  ConversationBusy,
+  LEASE_SECONDS,
+  leaseHolder,
+  leasedConversations,
+  takeLeases,
+  withConversationLock,
+  type LeaseTarget,
+} from '../question/lease.ts';
+import {
+  forgetSource,
+  notesFromConversation,
+  staleNotes,
+  type StaleNote,
+} from '../notes/notes-queries.ts';
+import { forgetNotes } from './delete-notes.ts';
+
+export interface Removed {
+  conversationId: string;
+  messages: number;
+  /** Customer notes learned in the conversation, deleted with it. */
+  notes: number;
+  traceFile?: string;
+}
+
+/**
+ * Deletes one conversation, its messages, the notes learned in it and its trace file. A question being
+ * answered in it is waited for (at most 30 s, then its lease is taken from it, so it saves nothing
+ * more): nothing deleted here is written again. Undefined when there was nothing to delete.
+ */
+export async function forgetConversation(
+  logDir: string,
+  conversationId: string,
+): Promise<Removed | undefined> {
+  const found = await describeConversation(conversationId);
+  const inFlight = (await leasedConversations()).find((c) => c.id === conversationId);
+  const customerId = found?.customer_id ?? inFlight?.customerId;
+  if (customerId === undefined) {
+    const traceFile = deletedTrace(logDir, conversationId);
+    return traceFile ? { conversationId, messages: 0, notes: 0, traceFile } : undefined;
+  }
+  const release = await takeLeases([{ id: conversationId, customerId }], { takeOver: true });
+  try {
+    // The customer said them here: forgetting what was said forgets them, in every trace too.
+    const learned = await notesFromConversation(conversationId);
+    const notes = learned ? (await forgetNotes(logDir, learned.customerId, learned.ids)).length : 0;
+    const messages = (await describeConversation(conversationId))?.messages ?? 0;
+    await deleteConversation(conversationId);
+    const traceFile = deletedTrace(logDir, conversationId);
+    if (!found && !traceFile && !notes && !messages) return undefined;
+    return { conversationId, messages, notes, traceFile };
+  } finally {
+    await release();
+  }
+}
+
+/** What an erasure of a customer did, and what it kept. */
+export interface Erasure {
+  conversations: Removed[];
+  notes: number;
+  /** Their support tickets, kept: like their orders and refunds, the store's records, which it must keep. */
+  tickets: number[];
+}
+
+/**
+ * Deletes every conversation and every note of one customer, everywhere: a data-deletion request, from
+ * the operator (forget.ts --customer) or from the customer (forget_everything), the same either way.
+ * Questions being answered for them are waited for first (or their leases taken, see
+ * forgetConversation), new conversations included, so nothing deleted here is written again.
+ *
+ * `asking`: the conversation of the question that asked for it. That question holds its lease, so
+ * waiting for it would wait for itself: the lease is taken from it at once instead, and it goes with
+ * the rest. Whatever the question would still save, its answer included, is refused (LeaseLost).
+ */
+export async function forgetCustomer(
+  logDir: string,
+  customerId: number,
+  asking?: string,
+): Promise<Erasure> {
+  const targets = new Map<string, LeaseTarget>();
+  for (const id of await conversationsOf(customerId)) targets.set(id, { id, customerId });
+  for (const target of await leasedConversations(customerId)) targets.set(target.id, target);
+  if (asking) targets.delete(asking);
+  const release = await takeLeases([...targets.values()], { takeOver: true });
+  let releaseAsking = async () => {};
+  try {
+    if (asking) releaseAsking = await takeFromOwnQuestion(asking);
+    const notes = (await forgetNotes(logDir, customerId, 'all')).length;
+    const conversations: Removed[] = [];
+    // Listed again: a conversation saved while the leases were being taken goes too.
+    const ids = [
+      ...targets.keys(),
+      ...(asking ? [asking] : []),
+      ...(await conversationsOf(customerId)),
+    ];
+    for (const id of new Set(ids)) {
+      const messages = (await describeConversation(id))?.messages ?? 0;
+      const deleted = await deleteConversation(id);
+      const traceFile = deletedTrace(logDir, id);
+      if (deleted || traceFile)
+        conversations.push({ conversationId: id, messages, notes: 0, traceFile });
+    }
+    const tickets = await query<Array<{ id: number }>>(
+      'SELECT id FROM tickets WHERE customer_id = ? ORDER BY id',
+      [customerId],
+    );
+    return { conversations, notes, tickets: tickets.map((ticket) => ticket.id) };
+  } finally {
+    await releaseAsking();
+    await release();
+  }
+}
+
+/**
+ * Takes the lease of a conversation from the question this process is answering in it, without
+ * waiting: its holder becomes the erasure's, so the question's next check of its lease fails and it
+ * saves nothing more. Returns the function that lets the lease go.
+ */
+async function takeFromOwnQuestion(conversationId: string): Promise<() => Promise<void>> {
+  const erasure = randomBytes(16).toString('hex');
+  await query(
+    `UPDATE question_leases SET holder = ?, expires_at = NOW(3) + INTERVAL ? SECOND
+      WHERE conversation_id = ? AND holder = ?`,
+    [erasure, LEASE_SECONDS, conversationId, leaseHolder(conversationId) ?? ''],
+  );
+  return async () => {
+    // If the database does not answer, the lease simply expires.
+    await query('DELETE FROM question_leases WHERE conversation_id = ? AND holder = ?', [
+      conversationId,
+      erasure,
+    ]).catch(() => {});
+  };
+}
+
+export interface PrunePlan {
+  conversations: ConversationSummary[];
+  /** Trace files older than the limit that belong to no (remaining) conversation. */
+  orphanTraces: string[];
+  /** Customer notes past their expiry, or not sent with any question for the days given. */
+  notes: StaleNote[];
+}
+
+/** What prune would delete: conversations not updated for `days` days, and old traces of no conversation. */
+export async function planPrune(logDir: string, days: number): Promise<PrunePlan> {
+  const conversations = await staleConversations(days);
+  const expiring = new Set(conversations.map((c) => c.id));
+  const cutoff = Date.now() - days * 86_400_000;
+  const orphanTraces: string[] = [];
+
+  // Traces of conversations that no longer exist (deleted some other way, or never saved a turn).
+  for (const file of listTraceFiles(path.dirname(conversationTraceFile(logDir, 'x')))) {
+    const id = path.basename(file, '.jsonl');
+    if (expiring.has(id)) continue; // deleted with its conversation
+    if (lstatSync(file).mtimeMs < cutoff && !(await describeConversation(id)))
+      orphanTraces.push(file);
+  }
+  // Per-question traces written by the earlier chapters' ask.ts: they belong to no conversation.
+  for (const file of listTraceFiles(path.join(logDir, 'traces'))) {
+    if (lstatSync(file).mtimeMs < cutoff) orphanTraces.push(file);
+  }
+  return { conversations, orphanTraces, notes: await staleNotes(days) };
+}
+
+export interface PruneResult {
+  removed: Removed[];
+  /** Conversations skipped because a question was being answered in them at that moment. */
+  busy: string[];
+  /** The notes deleted: those of the plan still stale (one may have been recalled since). */
+  notes: number[];
+}
+
+/** Carries out a plan. A conversation is deleted only if it is still unused (a chat may have resumed it). */
+export async function prune(logDir: string, plan: PrunePlan, days: number): Promise<PruneResult> {
+  const result: PruneResult = { removed: [], busy: [], notes: [] };
+  for (const conversation of plan.conversations) {
+    try {
+      // Never wait: a conversation in use right now is not stale, whatever its updated_at says.
+      await withConversationLock(
+        { id: conversation.id, customerId: conversation.customer_id },
+        async () => {
+          if (!(await deleteConversation(conversation.id, days))) return;
+          // Its notes stay while questions still use them (they have their own clock, below).
+          await forgetSource(conversation.id);
+          const traceFile = deletedTrace(logDir, conversation.id);
+          result.removed.push({
+            conversationId: conversation.id,
+            messages: conversation.messages,
+            notes: 0,
+            traceFile,
+          });
+        },
+        { waitSeconds: 0 },
+      );
+    } catch (error) {
+      if (!(error instanceof ConversationBusy)) throw error;
+      result.busy.push(conversation.id);
+    }
+  }
+  for (const file of plan.orphanTraces) deleteTraceFile(file);
+  // Customer by customer, since notes are deleted for one customer at a time.
+  for (const customerId of new Set(plan.notes.map((note) => note.customer_id))) {
+    const ids = plan.notes.filter((note) => note.customer_id === customerId).map((note) => note.id);
+    const deleted = await forgetNotes(logDir, customerId, ids, days);
+    result.notes.push(...deleted.map((note) => note.id));
+  }
+  return result;
+}
+
+/** Deletes a conversation's trace file; its path if there was one. */
+function deletedTrace(logDir: string, conversationId: string): string | undefined {
+  const file = conversationTraceFile(logDir, conversationId);
+  return deleteTraceFile(file) ? file : undefined;
+}
+
+function listTraceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.jsonl'))
+    .map((name) => path.join(dir, name));
+}
+
+/** The ids of every conversation of one customer. */
+async function conversationsOf(customerId: number): Promise<string[]> {
+  const rows = await query<Array<{ id: string }>>(
+    'SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at',
+    [customerId],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Conversations not updated for `days` days, oldest first. */
+async function staleConversations(days: number): Promise<ConversationSummary[]> {
+  return query<ConversationSummary[]>(
+    `SELECT c.id, c.customer_id, cu.email AS customer_email, cu.name AS customer_name, c.created_at, c.updated_at,
+            (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages
+       FROM conversations c JOIN customers cu ON cu.id = c.customer_id
+      WHERE c.updated_at < NOW(3) - INTERVAL ? DAY ORDER BY c.updated_at`,
+    [days],
+  );
+}
+
+/**
+ * Deletes a conversation and its messages (ON DELETE CASCADE); with `staleDays`, only if it is still
+ * unused for that long (a chat may have resumed it since it was listed). Returns whether a row went.
+ */
+async function deleteConversation(id: string, staleDays?: number): Promise<boolean> {
+  const result = await query<ResultSetHeader>(
+    staleDays === undefined
+      ? 'DELETE FROM conversations WHERE id = ?'
+      : 'DELETE FROM conversations WHERE id = ? AND updated_at < NOW(3) - INTERVAL ? DAY',
+    staleDays === undefined ? [id] : [id, staleDays],
+  );
+  return result.affectedRows > 0;
+}
+
+/** Deletes the trace files of these conversations (a reset); returns how many there were. */
+export function deleteTraces(dir: string, conversationIds: string[]): number {
+  return conversationIds.filter((id) => deleteTraceFile(conversationTraceFile(dir, id))).length;
+}
+
+/** Deletes one trace file; false if there was none. A link in its place goes itself: what it points to is not ours. */
+export function deleteTraceFile(file: string): boolean {
+  try {
+    unlinkSync(file); // never follows a link
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}

@@ -1,0 +1,27 @@
+// Going further: what chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, and the tools that keep them.
+import { dim } from '../../../shared/cli.ts';
+import type { AgentOptions } from '../../agent.ts';
+import type { MemoryBudget } from '../../context.ts';
+import { hardenedStore } from '../store/hardened-store.ts';
+import { customerMemoryTools } from '../notes/notes-tools.ts';
+import { describeRecall } from '../notes/notes-view.ts';
+import { withCustomerNotes } from '../notes/recall-notes.ts';
+import { describeDamage } from '../store/read-history.ts';
+
+/**
+ * The store and the extra tools for the agent. Damaged rows left out are always said (on stderr);
+ * the notes recalled for a question only when the trace lines are shown too.
+ */
+export function storeAndTools(
+  budget: MemoryBudget,
+  notesMaxChars: number,
+  { logDir, quiet }: { logDir: string; quiet?: boolean },
+): Pick<AgentOptions, 'store' | 'tools'> {
+  const store = hardenedStore(budget, {
+    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+  });
+  const withNotes = withCustomerNotes(store, notesMaxChars, (recall) => {
+    if (recall.notes.length && !quiet) console.error(dim(describeRecall(recall), process.stderr));
+  });
+  return { store: withNotes, tools: customerMemoryTools(logDir) };
+}

@@ -1,0 +1,220 @@
+// Going further: one question at a time per conversation, across windows, processes and database nodes, as a lease row every node sees.
+//
+// A turn is saved step by step, so two questions answered at once in one conversation would put their
+// steps side by side. The lock makes the second wait for the first, and then it sees the first's whole
+// turn in its history.
+//
+// Why a row (question-leases.sql) and not MySQL's named lock (GET_LOCK): a named lock belongs to one
+// connection on one server. It holds a pool connection for the whole turn (with 8 connections, 8
+// conversations at once leave none to save with), it vanishes when that connection drops, and each node
+// of a cluster has its own, so two questions on two nodes both get in. A row is written in a transaction
+// like any other: every node sees it, and two nodes taking it at once collide (one is retried, and sees
+// the other's). It expires unless renewed, so a crashed process holds a conversation for
+// LEASE_SECONDS at most; and every save checks it is still ours (hardened-store.ts), so a question whose
+// lease was taken from it (an erasure, or its process frozen past the expiry) writes nothing more.
+import { randomBytes } from 'node:crypto';
+import type { ResultSetHeader, RowDataPacket } from 'mysql2';
+import type { PoolConnection } from 'mysql2/promise';
+import {
+  CommitUnknown,
+  DatabaseCancelled,
+  DatabaseError,
+  query,
+  withTransaction,
+} from '../../../shared/db.ts';
+
+/** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
+export const LEASE_SECONDS = 30;
+/** How often a question renews its lease: well within LEASE_SECONDS, so a slow model call keeps it. */
+const RENEW_MS = 10_000;
+/** How long a question waits for another window's question in the same conversation. */
+const CONVERSATION_WAIT_SECONDS = 30;
+/** How often a waiting question looks again. */
+const POLL_MS = 200;
+
+/** What to tell the person whose question waits (onWait), so a pause is never silent. */
+export const WAITING_FOR_OTHER_QUESTION = `(Waiting for the question another window is asking in this conversation to finish, up to ${CONVERSATION_WAIT_SECONDS} s…)`;
+
+/** Another process is answering in this conversation, and did not finish within the wait. */
+export class ConversationBusy extends DatabaseError {
+  override name = 'ConversationBusy';
+  constructor(conversationId: string, seconds: number) {
+    super(
+      `Conversation ${conversationId} has been busy answering a question elsewhere for ${seconds} s; ask again when it has finished.`,
+    );
+  }
+}
+
+/** This question's lease was taken from it (an erasure, a reset, or it was frozen past the expiry). */
+export class LeaseLost extends DatabaseError {
+  override name = 'LeaseLost';
+  constructor(conversationId: string) {
+    super(
+      `Conversation ${conversationId} was deleted or taken over while Nimbus was answering, so nothing more of this question was saved in it.`,
+    );
+  }
+}
+
+/** A conversation, as the lease knows it: an erasure of its customer must find it even before it has a row. */
+export interface LeaseTarget {
+  id: string;
+  customerId: number;
+}
+
+export interface LeaseOptions {
+  /** Ctrl-C while waiting: throws DatabaseCancelled, nothing of the question was done. */
+  signal?: AbortSignal;
+  /** Called once when the conversation is busy, before waiting: say what is being waited for. */
+  onWait?: () => void;
+  /** How long to wait (default CONVERSATION_WAIT_SECONDS; 0: do not wait). */
+  waitSeconds?: number;
+  /** After the wait, take the lease anyway (an erasure must not be stopped by a stuck process). */
+  takeOver?: boolean;
+}
+
+/** The leases this process holds, conversation id → holder: saves check theirs is still current. */
+const held = new Map<string, string>();
+
+/** This process's holder of a conversation's lease, if it holds one. */
+export function leaseHolder(conversationId: string): string | undefined {
+  return held.get(conversationId);
+}
+
+/**
+ * Runs fn while no other question is answered in this conversation, renewing the lease meanwhile.
+ * Throws ConversationBusy when the wait runs out, DatabaseCancelled on Ctrl-C while waiting.
+ */
+export async function withConversationLock<T>(
+  conversation: LeaseTarget,
+  fn: () => Promise<T>,
+  options: LeaseOptions = {},
+): Promise<T> {
+  const release = await takeLeases([conversation], options);
+  const renewing = setInterval(() => void renew(conversation.id).catch(() => {}), RENEW_MS);
+  renewing.unref();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renewing);
+    await release();
+  }
+}
+
+/**
+ * Takes the leases of every one of these conversations, waiting for questions being answered; returns
+ * the function that lets them go. An erasure holds them while it deletes, so no question writes after.
+ */
+export async function takeLeases(
+  targets: LeaseTarget[],
+  options: LeaseOptions = {},
+): Promise<() => Promise<void>> {
+  const holder = randomBytes(16).toString('hex');
+  const taken: string[] = [];
+  const release = async () => {
+    for (const id of taken) held.delete(id);
+    if (taken.length === 0) return;
+    // If the database does not answer, the leases simply expire.
+    await query('DELETE FROM question_leases WHERE conversation_id IN (?) AND holder = ?', [
+      taken,
+      holder,
+    ]).catch(() => {});
+  };
+  try {
+    for (const target of targets) {
+      await takeOne(target, holder, options);
+      taken.push(target.id);
+      held.set(target.id, holder);
+    }
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  return release;
+}
+
+async function takeOne(target: LeaseTarget, holder: string, options: LeaseOptions): Promise<void> {
+  const waitSeconds = options.waitSeconds ?? CONVERSATION_WAIT_SECONDS;
+  const deadline = Date.now() + waitSeconds * 1000;
+  let told = false;
+  while (!(await tryToTake(target, holder, false))) {
+    if (Date.now() >= deadline) {
+      if (options.takeOver && (await tryToTake(target, holder, true))) return;
+      throw new ConversationBusy(target.id, waitSeconds);
+    }
+    if (!told) options.onWait?.();
+    told = true;
+    await pause(Math.min(POLL_MS, deadline - Date.now()), options.signal);
+  }
+}
+
+/**
+ * One try, in one transaction: the row is ours if there was none, if it had expired, or with
+ * `force`. Two processes (or two cluster nodes) trying at once collide, and the loser's retry reads
+ * the winner's row.
+ */
+async function tryToTake(target: LeaseTarget, holder: string, force: boolean): Promise<boolean> {
+  try {
+    return await takeOrRead(target, holder, force);
+  } catch (error) {
+    if (!(error instanceof CommitUnknown)) throw error;
+    // Taking it again is harmless: if the first try landed, the row is ours already.
+    return takeOrRead(target, holder, force);
+  }
+}
+
+async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): Promise<boolean> {
+  return withTransaction(async (db: PoolConnection) => {
+    // MySQL applies the assignments in order: the second sees the holder the first chose.
+    await db.query<ResultSetHeader>(
+      `INSERT INTO question_leases (conversation_id, customer_id, holder, expires_at)
+       VALUES (?, ?, ?, NOW(3) + INTERVAL ? SECOND)
+       ON DUPLICATE KEY UPDATE holder = IF(? OR expires_at < NOW(3), VALUES(holder), holder),
+                               expires_at = IF(holder = VALUES(holder), VALUES(expires_at), expires_at)`,
+      [target.id, target.customerId, holder, LEASE_SECONDS, force],
+    );
+    const [rows] = await db.query<Array<{ holder: string } & RowDataPacket>>(
+      'SELECT holder FROM question_leases WHERE conversation_id = ?',
+      [target.id],
+    );
+    return rows[0]?.holder === holder;
+  });
+}
+
+/** Pushes this process's lease on a conversation further out; false if it is no longer ours, or expired. */
+export async function renew(conversationId: string, db?: PoolConnection): Promise<boolean> {
+  const holder = held.get(conversationId);
+  if (!holder) return true; // not answering under a lease (a test, a tool): nothing to check
+  // An expired lease is lost even if nobody took it yet: a process frozen past the expiry cannot tell.
+  const sql = `UPDATE question_leases SET expires_at = NOW(3) + INTERVAL ? SECOND
+                WHERE conversation_id = ? AND holder = ? AND expires_at >= NOW(3)`;
+  const params = [LEASE_SECONDS, conversationId, holder];
+  const [result] = db
+    ? await db.query<ResultSetHeader>(sql, params)
+    : [await query<ResultSetHeader>(sql, params)];
+  return result.affectedRows > 0;
+}
+
+/** The customer's conversations with a question in flight, new ones (no row yet) included. */
+export async function leasedConversations(customerId?: number): Promise<LeaseTarget[]> {
+  const rows = await query<Array<{ id: string; customer_id: number }>>(
+    `SELECT conversation_id AS id, customer_id FROM question_leases
+      WHERE expires_at >= NOW(3) ${customerId === undefined ? '' : 'AND customer_id = ?'}`,
+    customerId === undefined ? [] : [customerId],
+  );
+  return rows.map((row) => ({ id: row.id, customerId: row.customer_id }));
+}
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new DatabaseCancelled());
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(new DatabaseCancelled());
+    };
+    signal?.addEventListener('abort', stop, { once: true });
+  });
+}

@@ -1,0 +1,20 @@
+-- Going further: one question at a time per conversation, as rows every database node sees (lease.ts).
+-- Created by the full Nimbus's first run, like customer-memory.sql: only when missing, never dropped.
+-- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < going-further/question/question-leases.sql
+
+-- A row while a question is being answered in a conversation, or while an erasure or a reset holds it.
+-- Not a MySQL named lock (GET_LOCK): that belongs to one connection on one server, so it ties up a
+-- pool connection for the whole turn, vanishes when the connection drops, and each cluster node has its own.
+CREATE TABLE IF NOT EXISTS question_leases (
+  -- No foreign key to conversations: a new conversation has no row until its first step is saved.
+  conversation_id CHAR(32)     CHARACTER SET ascii NOT NULL,
+  -- Whose conversation: an erasure of this customer finds the questions in flight, new ones included.
+  customer_id     INT UNSIGNED NOT NULL,
+  -- Who holds it: a random token per question (or per erasure). Saves check it's still theirs.
+  holder          CHAR(32)     CHARACTER SET ascii NOT NULL,
+  -- Renewed while the question runs; a crashed process's lease is free again after it.
+  expires_at      DATETIME(3)  NOT NULL,
+  PRIMARY KEY (conversation_id),
+  KEY idx_question_leases_customer (customer_id),
+  CONSTRAINT fk_question_leases_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

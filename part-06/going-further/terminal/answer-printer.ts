@@ -1,0 +1,91 @@
+// Going further: the chat's answer as it streams in, with the trace's lines kept readable around it.
+import { dim } from '../../../shared/cli.ts';
+import { streamWithTools } from '../../../shared/llm/index.ts';
+import { printable } from '../../../shared/text.ts';
+import type { AgentOptions, AgentResult } from '../../agent.ts';
+
+/** Ctrl-C while the agent worked: the steps it completed are saved (the agent saves each one). */
+const CANCELLED_AFTER_TOOLS =
+  '(Cancelled. What Nimbus had already done is saved, so the next question knows about it.)';
+/** Ctrl-C before any step was saved: nothing of the question is kept. */
+const CANCELLED_BEFORE_TOOLS = '(Cancelled: nothing from this question was saved.)';
+
+/** Ctrl-C while the question waited to start (for another window's question): nothing was done. */
+export const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was saved.';
+
+/**
+ * The agent's model call, streamed (`callModel`): each piece of the answer is printed after "Nimbus: "
+ * as it arrives, escaped like everything from a model (each character on its own, so an escape sequence
+ * split across two pieces is still made visible). The trace's lines get lines of their own around it.
+ */
+export function answerPrinter() {
+  let midLine = false;
+  const working = workingLine();
+  const breakLine = () => {
+    working.stop();
+    if (midLine) process.stdout.write('\n');
+    midLine = false;
+  };
+  const callModel: AgentOptions['callModel'] = (llm, messages, tools = [], options = {}) => {
+    breakLine(); // a new model call, after tool steps
+    working.start('thinking');
+    const reply = streamWithTools(llm, messages, tools, {
+      ...options,
+      onText(text) {
+        working.stop();
+        if (!midLine) process.stdout.write('Nimbus: ');
+        process.stdout.write(printable(text));
+        midLine = true;
+      },
+    });
+    return reply.finally(working.stop);
+  };
+  return {
+    callModel,
+    breakLine,
+    traceLine(line: string): void {
+      breakLine();
+      console.error(dim(line, process.stderr));
+      if (line.includes(' model → ')) working.start('running the tool'); // a tool call starts
+    },
+    /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
+    finish(result: AgentResult, saved: boolean): void {
+      breakLine();
+      if (result.outcome === 'cancelled')
+        console.log(dim(saved ? CANCELLED_AFTER_TOOLS : CANCELLED_BEFORE_TOOLS));
+      else if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
+      console.log();
+      // Not an outage: the provider called the request invalid, and its words say why.
+      if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
+      if (result.saveError) console.error(`${printable(result.saveError)}\n`);
+    },
+  };
+}
+
+/**
+ * On a terminal, while Nimbus works and nothing new is on screen (before the first word, while a tool
+ * runs), one line says so and for how long, redrawn each second and wiped when output comes.
+ */
+function workingLine(stream: NodeJS.WriteStream = process.stderr) {
+  let timer: NodeJS.Timeout | undefined;
+  let drawn = false;
+  const stop = () => {
+    clearInterval(timer);
+    if (drawn) stream.write('\r\x1b[2K'); // back to the line's start, and wipe it
+    drawn = false;
+  };
+  return {
+    stop,
+    start(what: string): void {
+      stop();
+      if (!stream.isTTY) return; // a file or a pipe keeps only what was said
+      const started = Date.now();
+      timer = setInterval(() => {
+        const seconds = Math.round((Date.now() - started) / 1000);
+        stream.write(`\r${dim(`(Nimbus is ${what}… ${seconds} s)`, stream)}`);
+        drawn = true;
+      }, 1000);
+      timer.unref();
+    },
+  };
+}
