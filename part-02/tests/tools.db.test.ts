@@ -93,12 +93,6 @@ describe('get_order_status', () => {
     );
   });
 
-  it('leaves the database untouched by SQL in the arguments', async () => {
-    await call('get_order_status', { order_id: '1 OR 1=1; DROP TABLE orders; --' });
-    const [row] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM orders');
-    expect(row.n).toBe(20);
-  });
-
   it('reports unknown tools and malformed arguments as results', async () => {
     expect((await call('delete_everything', {})).error).toMatch(
       /^Unknown tool "delete_everything"\. Available: get_order_status/,

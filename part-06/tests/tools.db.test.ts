@@ -95,8 +95,15 @@ describe('get_order_status', () => {
     );
   });
 
-  it('leaves the database untouched by SQL in the arguments', async () => {
-    await call('get_order_status', { order_id: '1 OR 1=1; DROP TABLE orders; --' });
+  it('stores SQL in a text argument as text, and runs none of it', async () => {
+    // The summary reaches the INSERT as it was written: only a placeholder keeps it out of the SQL.
+    const summary = "Broken'); DROP TABLE orders; -- \\' OR '1'='1";
+    const result = await call('create_support_ticket', { category: 'other', summary });
+    const [ticket] = await query<Array<{ summary: string }>>(
+      'SELECT summary FROM tickets WHERE id = ?',
+      [result.ticket_id],
+    );
+    expect(ticket.summary).toBe(summary);
     const [row] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM orders');
     expect(row.n).toBe(20);
   });
