@@ -1,6 +1,5 @@
 // get_order_status against a real database: happy path, not found, bad arguments, hostile input.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool, TOOL_DEFINITIONS } from '../tools.ts';

@@ -65,6 +65,17 @@ describe('going further’s setup.ts --yes while a question is being answered', 
       `SELECT COUNT(*) AS n FROM \`${db.name}\`.messages`,
     );
     expect(left[0].n).toBe(0);
+    // The product is ready after its reset: going further's tables are there again, empty.
+    const [tables] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT table_name AS name FROM information_schema.tables
+        WHERE table_schema = ? AND table_name IN ('customer_notes', 'message_words', 'question_leases')`,
+      [db.name],
+    );
+    expect(tables.map((row) => row.name).sort()).toEqual([
+      'customer_notes',
+      'message_words',
+      'question_leases',
+    ]);
   });
 
   it("fences a new conversation's first question too: it has no row yet, but its lease names it", async () => {
