@@ -5,7 +5,7 @@
 // Newest first: the last `recentTurns` turns full (Gemini gets its own messages back, provider_raw);
 // older ones compacted to question and answer; then, while the whole is over `maxChars`, the oldest
 // dropped. The newest turn is always kept, even alone over budget: the next question follows it up.
-import { integerSetting } from '../shared/config.ts';
+import { integerSetting, type Env } from '../shared/config.ts';
 import type { AssistantMessage, Message, ToolMessage } from '../shared/llm/index.ts';
 import { shorten } from '../shared/text.ts';
 
@@ -19,10 +19,10 @@ export interface MemoryBudget {
 export const DEFAULT_BUDGET: MemoryBudget = { maxChars: 12_000, recentTurns: 2 };
 
 /** The budget unless MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env say otherwise: read by entry scripts. */
-export function memoryBudget(): MemoryBudget {
+export function memoryBudget(env?: Env): MemoryBudget {
   return {
-    maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_BUDGET.maxChars, 1),
-    recentTurns: integerSetting('MEMORY_RECENT_TURNS', DEFAULT_BUDGET.recentTurns, 1),
+    maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_BUDGET.maxChars, 1, { env }),
+    recentTurns: integerSetting('MEMORY_RECENT_TURNS', DEFAULT_BUDGET.recentTurns, 1, { env }),
   };
 }
 

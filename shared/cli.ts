@@ -1,6 +1,8 @@
 // What every entry script shares: flags and --help, dim status lines, and one-line errors instead of stack traces.
+import path from 'node:path';
 import readline from 'node:readline/promises';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { inspect, parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './config.ts';
 import { DatabaseError, closePool } from './db.ts';
 import { ProviderError } from './llm/errors.ts';
@@ -62,9 +64,13 @@ export function conversationId(value: string, where: string): string {
  * Asks a person to confirm something that deletes data, on a terminal (Ctrl-C and Ctrl-D answer no).
  * In a script there is nobody to ask: the command that confirms (`yes`) is said instead.
  */
-export async function confirmed(question: string, yes: string): Promise<boolean> {
-  if (!process.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${yes}`);
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+export async function confirmed(
+  question: string,
+  yes: string,
+  io: Pick<ScriptIo, 'stdin' | 'stdout'> = processIo(),
+): Promise<boolean> {
+  if (!io.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${yes}`);
+  const rl = readline.createInterface({ input: io.stdin, output: io.stdout });
   const controller = new AbortController();
   rl.on('SIGINT', () => controller.abort());
   rl.on('close', () => controller.abort());
@@ -72,7 +78,7 @@ export async function confirmed(question: string, yes: string): Promise<boolean>
     return /^y(es)?$/i.test((await rl.question(question, { signal: controller.signal })).trim());
   } catch (error) {
     if ((error as Error).name !== 'AbortError') throw error;
-    console.log();
+    say(io.stdout);
     return false;
   } finally {
     rl.close();
@@ -92,38 +98,89 @@ export function dim(text: string, stream: NodeJS.WriteStream = process.stdout): 
   return useColour(stream) ? `\x1b[2m${text}\x1b[22m` : text;
 }
 
+/** Where an entry script's text goes: a terminal, a pipe, or a test's buffer. */
+export interface Output {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+/**
+ * What an entry script works with, handed in rather than taken from the process: its arguments, the
+ * environment its settings are read from (once), the folder it was started in (printed commands are
+ * written for it), and its streams. A test can run the same script in-process with its own.
+ */
+export interface ScriptIo {
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** The file the process was started with (`npm run chat` is told apart by it). */
+  entry: string;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  stdout: Output & NodeJS.WritableStream;
+  stderr: Output & NodeJS.WritableStream;
+}
+
+/** This process's own: what a script is given when a person runs it. */
+export function processIo(): ScriptIo {
+  return {
+    args: process.argv.slice(2),
+    env: process.env,
+    cwd: process.cwd(),
+    entry: path.resolve(process.argv[1] ?? ''),
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+  };
+}
+
+/** Writes one line (a newline added) to an output: console.log for a stream that was handed in. */
+export function say(stream: Output, text = ''): void {
+  stream.write(`${text}\n`);
+}
+
+/** Was this module the file the process was started with (not imported by a test or another script)? */
+export function startedDirectly(moduleUrl: string): boolean {
+  return path.resolve(process.argv[1] ?? '') === fileURLToPath(moduleUrl);
+}
+
+type Main = (io: ScriptIo) => Promise<number | void>;
+type Usage = string | ((io: ScriptIo) => string);
+
 /**
  * Runs an entry script's main function. Known failures become one sentence on stderr and an exit code
  * (2 for usage, 1 otherwise); the database pool is closed so the process can end.
  */
-export async function runMain(main: () => Promise<number | void>, usage: string): Promise<void> {
+export async function runMain(main: Main, usage: Usage): Promise<void> {
   // A reader that leaves early (`| head`) closes the pipe: stop writing to it, quietly, instead of crashing.
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code !== 'EPIPE') throw error;
     });
   }
-  let code: number;
+  process.exitCode = await runWith(main, usage, processIo());
+}
+
+/** Runs main with these streams and settings, and returns its exit code: runMain's work, callable in-process. */
+export async function runWith(main: Main, usage: Usage, io: ScriptIo): Promise<number> {
   try {
-    code = (await main()) ?? 0;
+    return (await main(io)) ?? 0;
   } catch (error) {
-    code = reportError(error, usage);
+    return reportError(error, typeof usage === 'string' ? usage : usage(io), io);
   } finally {
     await closePool();
   }
-  process.exitCode = code;
 }
 
-function reportError(error: unknown, usage: string): number {
+function reportError(error: unknown, usage: string, io: ScriptIo): number {
   if (error instanceof HelpRequested) {
-    console.log(usage);
+    say(io.stdout, usage);
     return 0;
   }
   // A message can quote what someone typed or what a server answered: it is printed escaped.
   const message = printable(error instanceof Error ? error.message : String(error));
   if (error instanceof UsageError) {
-    console.error(message);
-    console.error(usage);
+    say(io.stderr, message);
+    say(io.stderr, usage);
     return 2;
   }
   if (
@@ -131,12 +188,12 @@ function reportError(error: unknown, usage: string): number {
     error instanceof DatabaseError ||
     error instanceof ProviderError
   ) {
-    console.error(message);
+    say(io.stderr, message);
     return 1;
   }
   // A bug, not a user mistake: keep it to one line unless someone asks for the details.
-  console.error(`Unexpected error: ${message}`);
-  if (process.env.DEBUG) console.error(error);
-  else console.error('Run again with DEBUG=1 to see the stack trace.');
+  say(io.stderr, `Unexpected error: ${message}`);
+  if (io.env.DEBUG) say(io.stderr, inspect(error));
+  else say(io.stderr, 'Run again with DEBUG=1 to see the stack trace.');
   return 1;
 }

@@ -21,9 +21,12 @@ function quoted(value: string | undefined): string {
   return `"${printable(value ?? '', { singleLine: true })}"`;
 }
 
+/** Where settings are read from: the process's environment (with .env), or one a test hands an entry script. */
+export type Env = Record<string, string | undefined>;
+
 /** Reads a variable; an empty value counts as not set, so `KEY=` in .env means "use the default". */
-function read(name: string): string | undefined {
-  const value = process.env[name]?.trim();
+function read(name: string, env: Env): string | undefined {
+  const value = env[name]?.trim();
   return value ? value : undefined;
 }
 
@@ -56,8 +59,8 @@ export type LlmSettings = GeminiSettings | OpenAISettings;
 
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 
-function providerName(): ProviderName {
-  const value = (read('LLM_PROVIDER') ?? 'gemini').toLowerCase();
+function providerName(env: Env): ProviderName {
+  const value = (read('LLM_PROVIDER', env) ?? 'gemini').toLowerCase();
   if (value !== 'gemini' && value !== 'openai') {
     throw new ConfigError(
       `LLM_PROVIDER must be "gemini" or "openai" (it is ${quoted(value)}). Fix it in .env.`,
@@ -70,11 +73,11 @@ function providerName(): ProviderName {
  * The chosen provider's settings; throws a ConfigError naming the variable to fix. Entry scripts call
  * it once at start and pass the result down, so a bad value is said before anything else happens.
  */
-export function llmSettings(): LlmSettings {
+export function llmSettings(env: Env = process.env): LlmSettings {
   // LLM_TIMEOUT_SECONDS: 120 s by default; raise it for a slow local model.
-  const timeoutMs = integerSetting('LLM_TIMEOUT_SECONDS', 120, 1, 86_400) * 1000;
-  if (providerName() === 'gemini') {
-    const apiKey = read('GEMINI_API_KEY');
+  const timeoutMs = integerSetting('LLM_TIMEOUT_SECONDS', 120, 1, { max: 86_400, env }) * 1000;
+  if (providerName(env) === 'gemini') {
+    const apiKey = read('GEMINI_API_KEY', env);
     if (!apiKey) {
       throw new ConfigError(
         'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env',
@@ -83,21 +86,21 @@ export function llmSettings(): LlmSettings {
     return {
       provider: 'gemini',
       apiKey,
-      model: read('GEMINI_MODEL') ?? 'gemini-flash-latest',
-      embeddingModel: read('GEMINI_EMBEDDING_MODEL') ?? 'gemini-embedding-001',
-      baseUrl: optionalUrl('GEMINI_BASE_URL'),
+      model: read('GEMINI_MODEL', env) ?? 'gemini-flash-latest',
+      embeddingModel: read('GEMINI_EMBEDDING_MODEL', env) ?? 'gemini-embedding-001',
+      baseUrl: optionalUrl('GEMINI_BASE_URL', env),
       timeoutMs,
     };
   }
 
-  const baseUrl = optionalUrl('OPENAI_BASE_URL');
-  const apiKey = read('OPENAI_API_KEY');
+  const baseUrl = optionalUrl('OPENAI_BASE_URL', env);
+  const apiKey = read('OPENAI_API_KEY', env);
   if (!apiKey && !baseUrl) {
     throw new ConfigError(
       'OPENAI_API_KEY is not set. Create a key at https://platform.openai.com/api-keys and put it in .env',
     );
   }
-  const reasoningEffort = read('OPENAI_REASONING_EFFORT')?.toLowerCase();
+  const reasoningEffort = read('OPENAI_REASONING_EFFORT', env)?.toLowerCase();
   if (reasoningEffort && !REASONING_EFFORTS.includes(reasoningEffort)) {
     throw new ConfigError(
       `OPENAI_REASONING_EFFORT must be one of ${REASONING_EFFORTS.join(', ')} (it is ${quoted(reasoningEffort)}). Fix it in .env.`,
@@ -107,10 +110,10 @@ export function llmSettings(): LlmSettings {
     provider: 'openai',
     // Local servers (Ollama, LM Studio) ignore the key, but the SDK refuses to start without one.
     apiKey: apiKey ?? 'not-needed-for-local-servers',
-    model: read('OPENAI_MODEL') ?? 'gpt-5.4-mini',
+    model: read('OPENAI_MODEL', env) ?? 'gpt-5.4-mini',
     // OpenAI's embedding model does not exist on other servers, so a custom server needs it named.
     embeddingModel:
-      read('OPENAI_EMBEDDING_MODEL') ?? (baseUrl ? undefined : 'text-embedding-3-small'),
+      read('OPENAI_EMBEDDING_MODEL', env) ?? (baseUrl ? undefined : 'text-embedding-3-small'),
     baseUrl,
     reasoningEffort,
     timeoutMs,
@@ -121,9 +124,9 @@ export function llmSettings(): LlmSettings {
  * For scripts that also do their job without a model (setup, ingest): the provider's settings, or the
  * ConfigError saying what is missing, to report instead of stopping.
  */
-export function llmSettingsOrError(): LlmSettings | ConfigError {
+export function llmSettingsOrError(env: Env = process.env): LlmSettings | ConfigError {
   try {
-    return llmSettings();
+    return llmSettings(env);
   } catch (error) {
     if (error instanceof ConfigError) return error;
     throw error;
@@ -131,8 +134,8 @@ export function llmSettingsOrError(): LlmSettings | ConfigError {
 }
 
 /** The signed-in customer's email (CUSTOMER_EMAIL), if set: a terminal has no login, so configuration says who it is. */
-export function customerEmail(): string | undefined {
-  return read('CUSTOMER_EMAIL');
+export function customerEmail(env: Env = process.env): string | undefined {
+  return read('CUSTOMER_EMAIL', env);
 }
 
 /**
@@ -143,9 +146,9 @@ export function integerSetting(
   name: string,
   fallback: number,
   min: number,
-  max = 1_000_000_000,
+  { max = 1_000_000_000, env = process.env }: { max?: number; env?: Env } = {},
 ): number {
-  const value = read(name);
+  const value = read(name, env);
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
     const range = max === 1_000_000_000 ? `of at least ${min}` : `from ${min} to ${max}`;
@@ -156,8 +159,8 @@ export function integerSetting(
   return Number(value);
 }
 
-function optionalUrl(name: string): string | undefined {
-  const value = read(name);
+function optionalUrl(name: string, env: Env): string | undefined {
+  const value = read(name, env);
   if (value === undefined) return undefined;
   if (!/^https?:\/\/[^/\s]+/.test(value)) {
     throw new ConfigError(
@@ -188,31 +191,31 @@ export interface DbSettings {
   timeoutMs: number;
 }
 
-export function dbSettings(): DbSettings {
-  const port = Number(read('DB_PORT') ?? '3306');
+export function dbSettings(env: Env = process.env): DbSettings {
+  const port = Number(read('DB_PORT', env) ?? '3306');
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new ConfigError(
-      `DB_PORT must be a port number such as 3306 (it is ${quoted(read('DB_PORT'))}). Fix it in .env.`,
+      `DB_PORT must be a port number such as 3306 (it is ${quoted(read('DB_PORT', env))}). Fix it in .env.`,
     );
   }
-  const database = read('DB_NAME') ?? 'nimbus';
+  const database = read('DB_NAME', env) ?? 'nimbus';
   // The name is put into CREATE DATABASE, which cannot take a placeholder, so only allow safe names.
   if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) {
     throw new ConfigError(
       `DB_NAME may only contain letters, digits and underscores (it is ${quoted(database)}). Fix it in .env.`,
     );
   }
-  const hosts = read('DB_HOSTS');
-  const servers = hosts ? serverList(hosts) : [{ host: read('DB_HOST') ?? '127.0.0.1', port }];
+  const hosts = read('DB_HOSTS', env);
+  const servers = hosts ? serverList(hosts) : [{ host: read('DB_HOST', env) ?? '127.0.0.1', port }];
   return {
     ...servers[0],
     servers,
-    user: read('DB_USER') ?? 'root',
+    user: read('DB_USER', env) ?? 'root',
     // A password may legitimately be spaces, so it is not trimmed.
-    password: process.env.DB_PASSWORD ?? '',
+    password: env.DB_PASSWORD ?? '',
     database,
     // A frozen server or a dead network fails after this long instead of hanging (15 s by default).
-    timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, 3600) * 1000,
+    timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, { max: 3600, env }) * 1000,
   };
 }
 
@@ -231,16 +234,16 @@ function serverList(value: string): DbServer[] {
 }
 
 /** Where traces are written: logs/ at the repo root unless LOG_DIR says otherwise. */
-export function logDir(): string {
-  return path.resolve(ROOT_DIR, read('LOG_DIR') ?? 'logs');
+export function logDir(env: Env = process.env): string {
+  return path.resolve(ROOT_DIR, read('LOG_DIR', env) ?? 'logs');
 }
 
 /**
  * Creates the trace folder and proves it can be written to, so a bad LOG_DIR (a file, a read-only or
  * special path) is one clear sentence at start instead of a failure in the middle of an answer.
  */
-export function ensureLogDir(): string {
-  const dir = logDir();
+export function ensureLogDir(env: Env = process.env): string {
+  const dir = logDir(env);
   try {
     makeFolders(dir);
     if (!statSync(dir).isDirectory()) throw new Error('it is not a folder');

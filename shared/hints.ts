@@ -2,42 +2,56 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ScriptIo } from './cli.ts';
 import { ROOT_DIR } from './config.ts';
+
+/** Where a command was typed: its folder, its environment (npm's variables) and the file it started. */
+export type TypedAt = Pick<ScriptIo, 'cwd' | 'env' | 'entry'>;
+
+const thisProcess = (): TypedAt => ({
+  cwd: process.cwd(),
+  env: process.env,
+  entry: path.resolve(process.argv[1] ?? ''),
+});
 
 /**
  * The command that runs `script` (a file URL or path) from where the learner typed theirs, so every
  * hint we print works when copied: `npx tsx chat.ts` inside part-06, `npx tsx part-06/chat.ts` at the
  * root, and `npm run chat -- …` for a learner who started with `npm run …`.
  */
-export function commandFor(script: string | URL, args = ''): string {
+export function commandFor(
+  script: string | URL,
+  args = '',
+  typedAt: TypedAt = thisProcess(),
+): string {
   const file =
     typeof script === 'string' && !script.startsWith('file:')
       ? path.resolve(script)
       : fileURLToPath(script);
-  const npmName = startedByNpm()
+  const npmName = startedByNpm(typedAt)
     ? [...npmScripts()].find(([, target]) => target === file)?.[0]
     : undefined;
   const command = npmName
     ? `npm run ${npmName}${args ? ' --' : ''}`
-    : `npx tsx ${path.relative(learnerDir(), file)}`;
+    : `npx tsx ${path.relative(learnerDir(typedAt), file)}`;
   return args ? `${command} ${args}` : command;
 }
 
 /** A file's path as the learner can use it where they typed the command. */
-export function displayPath(file: string): string {
-  return path.relative(learnerDir(), file);
+export function displayPath(file: string, typedAt: TypedAt = thisProcess()): string {
+  return path.relative(learnerDir(typedAt), file);
 }
 
 /** npm runs package scripts in the repository root, but remembers where they were typed in INIT_CWD. */
-function learnerDir(): string {
-  return (startedByNpm() && process.env.INIT_CWD) || process.cwd();
+function learnerDir(typedAt: TypedAt): string {
+  return (startedByNpm(typedAt) && typedAt.env.INIT_CWD) || typedAt.cwd;
 }
 
 /** Was this process started by one of our package.json scripts (`npm run chat`)? */
-function startedByNpm(): boolean {
-  const name = process.env.npm_lifecycle_event;
+function startedByNpm(typedAt: TypedAt): boolean {
+  const name = typedAt.env.npm_lifecycle_event;
   // Checked against this process's own script: `npm test` passes its variables on to everything it starts.
-  return name !== undefined && npmScripts().get(name) === path.resolve(process.argv[1] ?? '');
+  return name !== undefined && npmScripts().get(name) === typedAt.entry;
 }
 
 /** package.json scripts that run one of our files with tsx: name → absolute path of the file. */

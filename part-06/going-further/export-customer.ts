@@ -1,5 +1,12 @@
 // Going further: prints everything held about one customer as one JSON object: `npx tsx export-customer.ts --customer=<email>`.
-import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  parseFlags,
+  runMain,
+  say,
+  startedDirectly,
+  UsageError,
+  type ScriptIo,
+} from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printableJson } from '../../shared/text.ts';
@@ -7,18 +14,22 @@ import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { exportCustomer } from './privacy/customer-data.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '--customer=<email>', io)}
 
 Prints, as one JSON object, everything Nimbus holds about one customer: their record, orders,
 support tickets, notes, and every conversation with its messages and the path of its trace file
 under logs/. The answer to "what do you hold about me?". This is an operator's tool; forget.ts
 --customer=<email> deletes the conversations and notes.`;
+}
 
-await runMain(async () => {
-  const { values } = parseFlags({ options: { customer: { type: 'string' } } });
+export async function main(io: ScriptIo): Promise<void> {
+  const { values } = parseFlags({ args: io.args, options: { customer: { type: 'string' } } });
   if (values.customer === undefined)
     throw new UsageError('Say whose data to export: --customer=<email>.');
   await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
-  console.log(printableJson(await exportCustomer(logDir(), customer), 2));
-}, USAGE);
+  say(io.stdout, printableJson(await exportCustomer(logDir(io.env), customer), 2));
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -1,22 +1,33 @@
 // Going further: lists what Nimbus keeps about one customer across conversations: `npx tsx show-notes.ts --customer=<email>`.
-import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  parseFlags,
+  runMain,
+  say,
+  startedDirectly,
+  UsageError,
+  type ScriptIo,
+} from '../../shared/cli.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { allNotes } from './notes/notes-queries.ts';
 import { notesView } from './notes/notes-view.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '--customer=<email>', io)}
 
 Lists one customer's notes, expired ones too: what they asked Nimbus to remember, when, in which
 conversation, when a question last needed it, and until when it applies. This is an operator's
 tool. show-conversation.ts <id> --context shows which notes go with a question, and why.`;
+}
 
-await runMain(async () => {
-  const { values } = parseFlags({ options: { customer: { type: 'string' } } });
+export async function main(io: ScriptIo): Promise<void> {
+  const { values } = parseFlags({ args: io.args, options: { customer: { type: 'string' } } });
   if (values.customer === undefined)
     throw new UsageError('Say whose notes to list: --customer=<email>.');
   await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
-  console.log(notesView(customer, await allNotes(customer.id)).join('\n'));
-}, USAGE);
+  say(io.stdout, notesView(customer, await allNotes(customer.id)).join('\n'));
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -8,7 +8,7 @@
 // never in the system prompt, inside a block that says what they are; each note is a JSON string in
 // it, so no note can end the block or start a line of its own. A note can say no more than the
 // customer could type: who is signed in and what the tools may see are decided by code.
-import { integerSetting } from '../../../shared/config.ts';
+import { integerSetting, type Env } from '../../../shared/config.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import type { ConversationStore } from '../../memory.ts';
 import { liveNotes, markRecalled, today, type CustomerNote } from './notes-queries.ts';
@@ -33,8 +33,8 @@ export interface Recall {
 }
 
 /** The characters of notes sent with each question: MEMORY_NOTES_MAX_CHARS, else 1,500; 0 sends none. Read by entry scripts. */
-export function notesBudget(): number {
-  return integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0);
+export function notesBudget(env?: Env): number {
+  return integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0, { env });
 }
 
 /**

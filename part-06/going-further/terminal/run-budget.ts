@@ -1,5 +1,5 @@
 // Going further: what one run of the chat may spend. Piped input can hold any number of questions: 100 MB of it once made 24,059 model calls in five minutes.
-import { integerSetting } from '../../../shared/config.ts';
+import { integerSetting, type Env } from '../../../shared/config.ts';
 import type { Usage } from '../../../shared/llm/index.ts';
 
 export interface RunBudget {
@@ -14,10 +14,10 @@ export interface RunBudget {
  * question takes about 10,000 to 20,000 tokens (instructions, tools, memory, two or three model calls),
  * so 2,000,000 tokens lets them all through on a normal day and stops a runaway one.
  */
-export function runBudget(): RunBudget {
+export function runBudget(env?: Env): RunBudget {
   return {
-    maxQuestions: integerSetting('MAX_QUESTIONS_PER_RUN', 100, 1),
-    maxTokens: integerSetting('MAX_TOKENS_PER_RUN', 2_000_000, 1),
+    maxQuestions: integerSetting('MAX_QUESTIONS_PER_RUN', 100, 1, { env }),
+    maxTokens: integerSetting('MAX_TOKENS_PER_RUN', 2_000_000, 1, { env }),
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type FakeProvider,
   type ScriptedReply,
 } from '../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { whereIs as findText } from '../../../shared/testing/where-is.ts';
 import { newConversation } from '../../memory.ts';
@@ -479,7 +480,7 @@ describe('the operator’s scripts', () => {
       "INSERT INTO tickets (customer_id, category, summary) VALUES (?, 'other', 'Call back')",
       [customer.id],
     );
-    const run = await runScript(EXPORT, [`--customer=${customer.email}`], { env });
+    const run = await runInProcess(EXPORT, [`--customer=${customer.email}`], { env });
     expect(run.code, run.stderr).toBe(0);
     const held = JSON.parse(run.stdout);
     expect(held.customer).toMatchObject({ id: customer.id, email: customer.email });
@@ -513,7 +514,7 @@ describe('the operator’s scripts', () => {
     await session.ask('Please remember two things.');
     const notes = await allNotes(customer.id);
 
-    const listed = await runScript(SHOW_NOTES, [`--customer=${customer.email}`], { env });
+    const listed = await runInProcess(SHOW_NOTES, [`--customer=${customer.email}`], { env });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout.split('\n')[0]).toBe(`Notes of Test Customer (${customer.email}): 2`);
     for (const note of notes)
