@@ -3,8 +3,8 @@ import path from 'node:path';
 import readline from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { inspect, parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError } from './config.ts';
-import { DatabaseError, closePool } from './db.ts';
+import { ConfigError, dbSettings } from './config.ts';
+import { DatabaseError, useDatabase } from './db.ts';
 import { ProviderError } from './llm/errors.ts';
 import { printable } from './text.ts';
 
@@ -67,7 +67,7 @@ export function conversationId(value: string, where: string): string {
 export async function confirmed(
   question: string,
   yes: string,
-  io: Pick<ScriptIo, 'stdin' | 'stdout'> = processIo(),
+  io: Pick<ScriptIo, 'stdin' | 'stdout' | 'log'> = processIo(),
 ): Promise<boolean> {
   if (!io.stdin.isTTY) throw new UsageError(`Nothing was changed: to confirm, run ${yes}`);
   const rl = readline.createInterface({ input: io.stdin, output: io.stdout });
@@ -78,7 +78,7 @@ export async function confirmed(
     return /^y(es)?$/i.test((await rl.question(question, { signal: controller.signal })).trim());
   } catch (error) {
     if ((error as Error).name !== 'AbortError') throw error;
-    say(io.stdout);
+    io.log();
     return false;
   } finally {
     rl.close();
@@ -118,11 +118,24 @@ export interface ScriptIo {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   stdout: Output & NodeJS.WritableStream;
   stderr: Output & NodeJS.WritableStream;
+  /** One line on stdout, as console.log writes it. */
+  log(text?: string): void;
+  /** One line on stderr, as console.error writes it. */
+  error(text?: string): void;
+}
+
+/** A ScriptIo from its parts, with log and error writing whole lines to its streams. */
+export function scriptIo(parts: Omit<ScriptIo, 'log' | 'error'>): ScriptIo {
+  return {
+    ...parts,
+    log: (text = '') => void parts.stdout.write(`${text}\n`),
+    error: (text = '') => void parts.stderr.write(`${text}\n`),
+  };
 }
 
 /** This process's own: what a script is given when a person runs it. */
 export function processIo(): ScriptIo {
-  return {
+  return scriptIo({
     args: process.argv.slice(2),
     env: process.env,
     cwd: process.cwd(),
@@ -130,12 +143,7 @@ export function processIo(): ScriptIo {
     stdin: process.stdin,
     stdout: process.stdout,
     stderr: process.stderr,
-  };
-}
-
-/** Writes one line (a newline added) to an output: console.log for a stream that was handed in. */
-export function say(stream: Output, text = ''): void {
-  stream.write(`${text}\n`);
+  });
 }
 
 /** Was this module the file the process was started with (not imported by a test or another script)? */
@@ -162,25 +170,27 @@ export async function runMain(main: Main, usage: Usage): Promise<void> {
 
 /** Runs main with these streams and settings, and returns its exit code: runMain's work, callable in-process. */
 export async function runWith(main: Main, usage: Usage, io: ScriptIo): Promise<number> {
+  // The database this script uses is the one its own settings name, read when first needed.
+  const previous = await useDatabase(() => dbSettings(io.env));
   try {
     return (await main(io)) ?? 0;
   } catch (error) {
     return reportError(error, typeof usage === 'string' ? usage : usage(io), io);
   } finally {
-    await closePool();
+    await useDatabase(previous); // closes the pool, so a process can end
   }
 }
 
 function reportError(error: unknown, usage: string, io: ScriptIo): number {
   if (error instanceof HelpRequested) {
-    say(io.stdout, usage);
+    io.log(usage);
     return 0;
   }
   // A message can quote what someone typed or what a server answered: it is printed escaped.
   const message = printable(error instanceof Error ? error.message : String(error));
   if (error instanceof UsageError) {
-    say(io.stderr, message);
-    say(io.stderr, usage);
+    io.error(message);
+    io.error(usage);
     return 2;
   }
   if (
@@ -188,12 +198,12 @@ function reportError(error: unknown, usage: string, io: ScriptIo): number {
     error instanceof DatabaseError ||
     error instanceof ProviderError
   ) {
-    say(io.stderr, message);
+    io.error(message);
     return 1;
   }
   // A bug, not a user mistake: keep it to one line unless someone asks for the details.
-  say(io.stderr, `Unexpected error: ${message}`);
-  if (io.env.DEBUG) say(io.stderr, inspect(error));
-  else say(io.stderr, 'Run again with DEBUG=1 to see the stack trace.');
+  io.error(`Unexpected error: ${message}`);
+  if (io.env.DEBUG) io.error(inspect(error));
+  else io.error('Run again with DEBUG=1 to see the stack trace.');
   return 1;
 }

@@ -1,5 +1,5 @@
 // What the database's failures mean: which ones prove nothing was done (so trying again is safe), and one sentence for each.
-import { dbSettings } from './config.ts';
+import type { DbSettings } from './config.ts';
 
 /** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
 export class DatabaseError extends Error {
@@ -27,53 +27,51 @@ export function isRetryable(error: unknown, { readOnly }: { readOnly: boolean })
 }
 
 /** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
-export function notAnswered(what: string): DatabaseError {
-  const { timeoutMs } = dbSettings();
+export function notAnswered(what: string, settings: DbSettings): DatabaseError {
   return new DatabaseError(
-    `${where()} did not answer within ${timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
+    `${where(settings)} did not answer within ${settings.timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
   );
 }
 
 /** "MySQL at host:port", or for a cluster "The MySQL cluster in DB_HOSTS". */
-function where(): string {
-  const { host, port, servers } = dbSettings();
+function where({ host, port, servers }: DbSettings): string {
   return servers.length > 1 ? 'The MySQL cluster in DB_HOSTS' : `MySQL at ${host}:${port}`;
 }
 
 /** The settings that say where the server is. */
-function whereSettings(): string {
-  return dbSettings().servers.length > 1 ? 'DB_HOSTS' : 'DB_HOST and DB_PORT';
+function whereSettings(settings: DbSettings): string {
+  return settings.servers.length > 1 ? 'DB_HOSTS' : 'DB_HOST and DB_PORT';
 }
 
 /**
  * Turns the driver's errors into one sentence naming what to check. Other errors (a bad query is a
  * bug) are passed through unchanged.
  */
-export function explainDatabaseError(error: unknown): unknown {
+export function explainDatabaseError(error: unknown, settings: DbSettings): unknown {
   if (!(error instanceof Error) || error instanceof DatabaseError) return error;
-  const explained = explain(error);
+  const explained = explain(error, settings);
   // The driver's own error stays attached, for whoever needs its code (a setup that may try again).
   if (explained instanceof DatabaseError) explained.cause ??= error;
   return explained;
 }
 
-function explain(error: Error): unknown {
+function explain(error: Error, settings: DbSettings): unknown {
   const { code, errno, fatal } = error as { code?: string; errno?: number; fatal?: boolean };
-  const { user, database } = dbSettings();
-  const at = where();
+  const { user, database } = settings;
+  const at = where(settings);
   switch (code) {
     case 'ETIMEDOUT':
       // The connection never completed: nothing listening on a dropped network, or a server that
       // accepts connections but is frozen. "Start the server" would mislead in the second case.
       return new DatabaseError(
-        `${at} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and ${whereSettings()} in .env.`,
+        `${at} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and ${whereSettings(settings)} in .env.`,
       );
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
       return new DatabaseError(
-        `Cannot reach ${at} (${code}). Start the database server, or check ${whereSettings()} in .env.`,
+        `Cannot reach ${at} (${code}). Start the database server, or check ${whereSettings(settings)} in .env.`,
       );
     case 'ER_ACCESS_DENIED_ERROR':
     case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user
@@ -96,7 +94,7 @@ function explain(error: Error): unknown {
         `${at} kept refusing a change because another one (on a cluster, from another node) changed the same rows at the same moment; nothing of it was written. Try again.`,
       );
     case 'PROTOCOL_SEQUENCE_TIMEOUT':
-      return notAnswered('so the statement was given up');
+      return notAnswered('so the statement was given up', settings);
     case 'ER_NET_PACKET_TOO_LARGE':
       return new DatabaseError(`${at} refused a statement larger than its max_allowed_packet.`);
   }

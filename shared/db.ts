@@ -1,9 +1,14 @@
 // The database, for every part: a connection pool per server (one, or the nodes of a cluster), statements and transactions with every wait bounded and failures said in one sentence.
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { dbSettings, type DbServer, type DbSettings } from './config.ts';
-import { DatabaseError, explainDatabaseError, isRetryable, notAnswered } from './db-errors.ts';
+import {
+  DatabaseError,
+  explainDatabaseError as explainWith,
+  isRetryable,
+  notAnswered as notAnsweredBy,
+} from './db-errors.ts';
 
-export { DatabaseError, explainDatabaseError } from './db-errors.ts';
+export { DatabaseError } from './db-errors.ts';
 
 /** One server Nimbus may use, with its pool (opened on first use) and how long to skip it after a failure. */
 interface Server extends DbServer {
@@ -12,6 +17,35 @@ interface Server extends DbServer {
 }
 
 let servers: Server[] | undefined;
+/** Where this process's database settings come from, and those settings once read. */
+let source: () => DbSettings = () => dbSettings();
+let inUse: DbSettings | undefined;
+
+/** The settings of the database in use: the entry script's (useDatabase), read when first needed. */
+export function databaseSettings(): DbSettings {
+  return (inUse ??= source());
+}
+
+/**
+ * Points this process at a database, from now on: an entry script hands in the settings it read (a
+ * function, so a script that never queries never reads them), a test its scratch database. The pools
+ * of the one before are closed. Returns what was in use, to go back to.
+ */
+export async function useDatabase(settings: () => DbSettings): Promise<() => DbSettings> {
+  await closePool();
+  const previous = source;
+  source = settings;
+  return previous;
+}
+
+/** The driver's error as one sentence naming the server and the settings to check (other errors pass). */
+export function explainDatabaseError(error: unknown): unknown {
+  return explainWith(error, databaseSettings());
+}
+
+function notAnswered(what: string): DatabaseError {
+  return notAnsweredBy(what, databaseSettings());
+}
 /** Every connection the pools opened, so closing can end them even when a server does not answer. */
 const opened = new Set<{ destroy(): void }>();
 
@@ -28,7 +62,7 @@ const ATTEMPTS = 4;
 
 /** Connection options shared by the pools and by setup's server-level connection. */
 export function connectionOptions(
-  settings: DbSettings = dbSettings(),
+  settings: DbSettings = databaseSettings(),
   server: DbServer = settings.servers[0],
 ) {
   return {
@@ -54,13 +88,13 @@ function sessionSetup(settings: DbSettings): string[] {
 }
 
 function getServers(): Server[] {
-  servers ??= dbSettings().servers.map((server) => ({ ...server, skipUntil: 0 }));
+  servers ??= databaseSettings().servers.map((server) => ({ ...server, skipUntil: 0 }));
   return servers;
 }
 
 function poolOf(server: Server): Pool {
   if (!server.pool) {
-    const settings = dbSettings();
+    const settings = databaseSettings();
     server.pool = mysql.createPool({
       ...connectionOptions(settings, server),
       database: settings.database,
@@ -79,7 +113,7 @@ function poolOf(server: Server): Pool {
 
 /** One connection to a server, not to a database (setup creates the database), the first that answers. */
 export async function connectToServer(): Promise<mysql.Connection> {
-  const settings = dbSettings();
+  const settings = databaseSettings();
   let failure: unknown;
   for (const server of settings.servers) {
     try {
@@ -99,7 +133,7 @@ export async function connectToServer(): Promise<mysql.Connection> {
  * was sent) is tried again, on the next server if there is one; any other is said in one sentence.
  */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
-  const { timeoutMs } = dbSettings();
+  const { timeoutMs } = databaseSettings();
   for (let attempt = 1; ; attempt++) {
     const { connection, server } = await getConnection();
     try {
@@ -156,7 +190,7 @@ export async function withTransaction<T>(
 
 /** One try of a transaction. Errors before COMMIT mean nothing was written; errors after it are CommitUnknown. */
 async function transaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
-  const { timeoutMs } = dbSettings();
+  const { timeoutMs } = databaseSettings();
   const { connection, server } = await getConnection();
   const state = { phase: 'work' as 'work' | 'commit' };
   let abandoned = false;
@@ -260,7 +294,7 @@ function skip(server: Server): void {
  * is stuck on a server that stopped answering, a pool would queue us forever.
  */
 async function getConnection(): Promise<{ connection: PoolConnection; server: Server }> {
-  const { timeoutMs } = dbSettings();
+  const { timeoutMs } = databaseSettings();
   const deadline = Date.now() + timeoutMs;
   const all = getServers();
   // Servers that failed a moment ago go last, not out: if all of them failed, all are tried again.
@@ -296,6 +330,7 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
 export async function closePool(): Promise<void> {
   const closing = servers?.flatMap((server) => (server.pool ? [server.pool] : [])) ?? [];
   servers = undefined;
+  inUse = undefined; // read again when next needed
   const ended = Promise.all(closing.map((pool) => pool.end().catch(() => {})));
   await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
   for (const connection of opened) connection.destroy();

@@ -2,7 +2,6 @@
 import {
   parseFlags,
   runMain,
-  say,
   startedDirectly,
   UsageError,
   type ScriptIo,
@@ -29,7 +28,7 @@ export async function main(io: ScriptIo): Promise<void> {
     throw new UsageError('Say whose data to export: --customer=<email>.');
   await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
-  say(io.stdout, printableJson(await exportCustomer(logDir(io.env), customer), 2));
+  io.log(printableJson(await exportCustomer(logDir(io.env), customer), 2));
 }
 
 if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -5,7 +5,11 @@ import { commandFor, displayPath } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
-import { forgetConversation, forgetCustomer, type Removed } from './privacy/delete-conversations.ts';
+import {
+  forgetConversation,
+  forgetCustomer,
+  type Removed,
+} from './privacy/delete-conversations.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '<conversation id>')}
        ${commandFor(import.meta.url, '--customer=<email>')}

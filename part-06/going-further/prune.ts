@@ -1,20 +1,29 @@
 // Going further: deletes conversations nobody has used for N days, with their messages and traces, and stale customer notes: `npx tsx prune.ts --days=90`.
-import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  parseFlags,
+  runMain,
+  UsageError,
+  startedDirectly,
+  type ScriptIo,
+} from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor, displayPath } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { planPrune, prune } from './privacy/delete-conversations.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]', io)}
 
 Deletes conversations not updated for N days (their messages and trace files too), trace files
 older than N days that belong to no conversation, and customer notes past their expiry or not
 recalled for N days. --dry-run lists them without deleting anything. A conversation in use at that
 moment is skipped.`;
+}
 
-await runMain(async () => {
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
+    args: io.args,
     options: { days: { type: 'string' }, 'dry-run': { type: 'boolean' } },
   });
   if (values.days === undefined || !/^[1-9]\d*$/.test(values.days)) {
@@ -25,7 +34,7 @@ await runMain(async () => {
   const days = Number(values.days);
   await checkFullDatabase();
 
-  const plan = await planPrune(logDir(), days);
+  const plan = await planPrune(logDir(io.env), days);
   const dryRun = values['dry-run'] ?? false;
   const verb = dryRun ? 'Would delete' : 'Deleted';
   const { removed, busy, notes } = dryRun
@@ -34,25 +43,27 @@ await runMain(async () => {
         busy: [],
         notes: plan.notes.map((note) => note.id),
       }
-    : await prune(logDir(), plan, days);
+    : await prune(logDir(io.env), plan, days);
   for (const r of removed)
-    console.log(
+    io.log(
       `${verb} conversation ${r.conversationId} (${plural(r.messages, 'message')}) and its traces`,
     );
   for (const id of busy)
-    console.log(`Skipped conversation ${id}: a question is being answered in it right now`);
-  for (const file of plan.orphanTraces) console.log(`${verb} trace ${displayPath(file)}`);
+    io.log(`Skipped conversation ${id}: a question is being answered in it right now`);
+  for (const file of plan.orphanTraces) io.log(`${verb} trace ${displayPath(file, io)}`);
   for (const note of plan.notes.filter((n) => notes.includes(n.id)))
-    console.log(
+    io.log(
       `${verb} note ${note.id} of ${printable(note.customer_email, { singleLine: true })} (${note.reason === 'expired' ? 'expired' : `not recalled for ${plural(days, 'day')}`})`,
     );
-  console.log(
+  io.log(
     `${verb} ${plural(removed.length, 'conversation')} and ${plural(plan.orphanTraces.length, 'other trace file')} older than ${plural(days, 'day')}.`,
   );
-  console.log(
+  io.log(
     `${verb} ${plural(notes.length, 'customer note')}, expired or not recalled for ${plural(days, 'day')}.`,
   );
-}, USAGE);
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);
 
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;

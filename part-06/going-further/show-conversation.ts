@@ -1,5 +1,12 @@
 // Going further: the chapter's viewer for the full Nimbus: damaged rows shown in place, customer notes with the context, and --json.
-import { conversationId, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  conversationId,
+  parseFlags,
+  runMain,
+  UsageError,
+  startedDirectly,
+  type ScriptIo,
+} from '../../shared/cli.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printable, printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
@@ -13,20 +20,23 @@ import { recallView } from './notes/notes-view.ts';
 import { notesBudget, recallNotes } from './notes/recall-notes.ts';
 import { readHistory, shownMessages } from './store/read-history.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
-       ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
-       ${commandFor(import.meta.url, '<id> --json')}              the whole stored conversation as one JSON object
-       ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
-       ${commandFor(import.meta.url, '<id> --context --json')}    the exact messages that will be sent
-       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
-       ${commandFor(import.meta.url, '<id> --context --question="…"')}    customer notes ranked for that question
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '', io)}                          list recent conversations
+       ${commandFor(import.meta.url, '<id>', io)}                     every stored message, turn by turn, with tokens
+       ${commandFor(import.meta.url, '<id> --json', io)}              the whole stored conversation as one JSON object
+       ${commandFor(import.meta.url, '<id> --context', io)}           what the model will see with the next question, and why
+       ${commandFor(import.meta.url, '<id> --context --json', io)}    the exact messages that will be sent
+       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1', io)}    the same under other settings
+       ${commandFor(import.meta.url, '<id> --context --question="…"', io)}    customer notes ranked for that question
 
 --budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2);
 the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).
 This is an operator's tool: it shows any customer's conversation, and whose it is.`;
+}
 
-await runMain(async () => {
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values, positionals } = parseFlags({
+    args: io.args,
     options: {
       context: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -49,8 +59,8 @@ await runMain(async () => {
     (values.budget !== undefined || values.recent !== undefined || values.question !== undefined)
   )
     throw new UsageError('--budget, --recent and --question go with --context.');
-  const configured = memoryBudget();
-  const notesMaxChars = notesBudget();
+  const configured = memoryBudget(io.env);
+  const notesMaxChars = notesBudget(io.env);
   const budget: MemoryBudget = {
     maxChars:
       values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
@@ -58,12 +68,12 @@ await runMain(async () => {
       values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
   };
   await checkFullDatabase(); // read-only: never creates tables
-  if (positionals.length === 0) return listRecent();
+  if (positionals.length === 0) return listRecent(io);
 
   const id = conversationId(positionals[0], 'show-conversation');
   const conversation = await describeConversation(id);
   if (!conversation) {
-    console.error(`Conversation ${id} was not found.`);
+    io.error(`Conversation ${id} was not found.`);
     return 1;
   }
   // Rows are read defensively: a damaged one is shown as such instead of failing the view.
@@ -72,16 +82,17 @@ await runMain(async () => {
   if (values.context) {
     const context = buildContext(history.messages, budget);
     const notes = await recallNotes(conversation.customer_id, values.question, notesMaxChars);
-    if (values.json)
-      return void console.log(printableJson([...context.messages, ...notes.messages], 2));
-    console.log(contextView(id, context).join('\n'));
-    if (notes.notes.length) console.log(recallView(notes, values.question).join('\n'));
+    if (values.json) return void io.log(printableJson([...context.messages, ...notes.messages], 2));
+    io.log(contextView(id, context).join('\n'));
+    if (notes.notes.length) io.log(recallView(notes, values.question).join('\n'));
     return;
   }
   if (values.json)
-    return void console.log(printableJson(exportConversation(conversation, rows, history), 2));
-  console.log(turnsView(conversation, shownMessages(rows)).join('\n'));
-}, USAGE);
+    return void io.log(printableJson(exportConversation(conversation, rows, history), 2));
+  io.log(turnsView(conversation, shownMessages(rows)).join('\n'));
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);
 
 function wholeNumber(value: string, flag: string): number {
   if (!/^[1-9]\d{0,8}$/.test(value))
@@ -91,12 +102,12 @@ function wholeNumber(value: string, flag: string): number {
   return Number(value);
 }
 
-async function listRecent(): Promise<void> {
+async function listRecent(io: ScriptIo): Promise<void> {
   const conversations = await listConversations();
   if (conversations.length === 0) {
-    return void console.log(
-      `No conversations yet. Start one with: ${commandFor(new URL('./chat.ts', import.meta.url))}`,
+    return void io.log(
+      `No conversations yet. Start one with: ${commandFor(new URL('./chat.ts', import.meta.url), '', io)}`,
     );
   }
-  console.log(listView(conversations).join('\n'));
+  io.log(listView(conversations).join('\n'));
 }

@@ -2,7 +2,6 @@
 import {
   parseFlags,
   runMain,
-  say,
   startedDirectly,
   UsageError,
   type ScriptIo,
@@ -27,7 +26,7 @@ export async function main(io: ScriptIo): Promise<void> {
     throw new UsageError('Say whose notes to list: --customer=<email>.');
   await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
-  say(io.stdout, notesView(customer, await allNotes(customer.id)).join('\n'));
+  io.log(notesView(customer, await allNotes(customer.id)).join('\n'));
 }
 
 if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { runWith, type ScriptIo } from '../cli.ts';
+import { runWith, scriptIo, type ScriptIo } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
 import type { RunOptions, ScriptResult } from './run-script.ts';
 
@@ -39,7 +39,7 @@ async function runNow(script: string, args: string[], options: RunOptions): Prom
   const stderr = capture();
   const stdin = new PassThrough();
   stdin.end(options.input ?? '');
-  const io: ScriptIo = {
+  const io: ScriptIo = scriptIo({
     args,
     env: { ...process.env, NO_COLOR: '1', ...options.env },
     cwd: options.cwd ?? ROOT_DIR,
@@ -47,7 +47,7 @@ async function runNow(script: string, args: string[], options: RunOptions): Prom
     stdin,
     stdout: stdout.stream,
     stderr: stderr.stream,
-  };
+  });
   const code = await runWith(entry.main, entry.usage, io);
   return { code, signal: null, stdout: stdout.text(), stderr: stderr.text() };
 }

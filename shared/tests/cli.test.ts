@@ -1,6 +1,6 @@
 // What a user typed comes back in an error message escaped: a flag cannot clear the screen or hide text.
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parseFlags, runMain, UsageError } from '../cli.ts';
+import { describe, expect, it } from 'vitest';
+import { parseFlags, runWith, scriptIo, UsageError, type ScriptIo } from '../cli.ts';
 
 const refusal = (args: string[]) => {
   try {
@@ -26,20 +26,36 @@ describe('parseFlags', () => {
   });
 });
 
-describe('runMain', () => {
-  afterEach(() => {
-    vi.restoreAllMocks();
-    process.exitCode = undefined;
+/** A ScriptIo whose streams keep their lines, for runWith. */
+function capturedIo(args: string[] = []) {
+  const printed = { stdout: [] as string[], stderr: [] as string[] };
+  const lines = (into: string[]) => ({
+    write: (text: string) => void into.push(...text.split('\n').slice(0, -1)),
   });
+  const io = scriptIo({
+    args,
+    env: {},
+    cwd: process.cwd(),
+    entry: '',
+    stdin: process.stdin,
+    stdout: lines(printed.stdout) as unknown as ScriptIo['stdout'],
+    stderr: lines(printed.stderr) as unknown as ScriptIo['stderr'],
+  });
+  return { io, printed };
+}
 
+describe('runWith, what runMain does for a script', () => {
   it('prints any error message escaped: one quoting what a server said, or a bug', async () => {
-    const printed: string[] = [];
-    vi.spyOn(console, 'error').mockImplementation((line: string) => void printed.push(line));
-    await runMain(async () => {
-      throw new Error('the server said \x1b[2J\u202ehello');
-    }, 'Usage: test');
-    expect(printed[0]).toBe('Unexpected error: the server said \\x1b[2J\\u202ehello');
-    expect(process.exitCode).toBe(1);
+    const { io, printed } = capturedIo();
+    const code = await runWith(
+      async () => {
+        throw new Error('the server said \x1b[2J\u202ehello');
+      },
+      'Usage: test',
+      io,
+    );
+    expect(printed.stderr[0]).toBe('Unexpected error: the server said \\x1b[2J\\u202ehello');
+    expect(code).toBe(1);
   });
 
   // Every script parses its flags with parseFlags inside runMain (hints.db.test.ts checks that they do).
@@ -48,18 +64,18 @@ describe('runMain', () => {
     [['--no-such-option'], 2, [], ['Unknown option --no-such-option.', 'Usage: test']],
   ])(
     '%j: exit %i; the usage on stdout for --help, else after the one-line reason on stderr',
-    async (args, code, stdout, stderr) => {
-      const printed = { stdout: [] as string[], stderr: [] as string[] };
-      vi.spyOn(console, 'log').mockImplementation((line: string) => void printed.stdout.push(line));
-      vi.spyOn(console, 'error').mockImplementation(
-        (line: string) => void printed.stderr.push(line),
+    async (args, expected, stdout, stderr) => {
+      const { io, printed } = capturedIo(args);
+      const code = await runWith(
+        async (given) => {
+          parseFlags({ args: given.args, options: {} });
+          throw new Error('ran on after its flags were refused');
+        },
+        (given) => `Usage: ${given.args.length ? 'test' : 'none'}`,
+        io,
       );
-      await runMain(async () => {
-        parseFlags({ args, options: {} });
-        throw new Error('ran on after its flags were refused');
-      }, 'Usage: test');
       expect(printed).toEqual({ stdout, stderr });
-      expect(process.exitCode).toBe(code);
+      expect(code).toBe(expected);
     },
   );
 });
