@@ -1,5 +1,12 @@
 // Nimbus with its first tool: one round of tool use, then the answer.
-import { dim, parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import {
+  dim,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../shared/cli.ts';
 import { customerEmail, llmSettings } from '../shared/config.ts';
 import { commandFor } from '../shared/hints.ts';
 import { chatWithTools, type Message } from '../shared/llm/index.ts';
@@ -9,23 +16,27 @@ import { describeCustomer, signIn } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
 import { runTool, TOOL_DEFINITIONS, type ToolContext } from './tools.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--customer=<email>] "your question"')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--customer=<email>] "your question"', io)}
 
 Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer, and prints its
 answer. Nimbus can look up that customer's orders in the store's database.`;
+}
 
-await runMain(async () => {
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values, positionals } = parseFlags({
+    args: io.args,
     options: { customer: { type: 'string' } },
     allowPositionals: true,
   });
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key is said before anything is created.
-  const llm = llmSettings();
+  const llm = llmSettings(io.env);
   await ensureDatabase();
-  const customer = await signIn(values.customer, customerEmail());
-  console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
+  const customer = await signIn(values.customer, customerEmail(io.env));
+  io.error(dim(`Signed in as ${describeCustomer(customer)}.`, io.stderr));
 
   const messages: Message[] = [
     { role: 'system', content: systemPrompt(customer) },
@@ -34,7 +45,7 @@ await runMain(async () => {
   // 1. The model either answers, or asks us to run tools.
   const first = await chatWithTools(llm, messages, TOOL_DEFINITIONS);
   if (first.tool_calls.length === 0) {
-    console.log(printable(first.text) || '(Nimbus gave an empty answer; try asking another way.)');
+    io.log(printable(first.text) || '(Nimbus gave an empty answer; try asking another way.)');
     return 0;
   }
 
@@ -43,18 +54,15 @@ await runMain(async () => {
   const context: ToolContext = { customer };
   messages.push(first.message);
   for (const call of first.tool_calls) {
-    console.error(
+    io.error(
       dim(
         printable(`→ ${call.name}(${JSON.stringify(call.arguments)})`, { singleLine: true }),
-        process.stderr,
+        io.stderr,
       ),
     );
     const result = await runTool(call, context);
-    console.error(
-      dim(
-        printable(`← ${shorten(JSON.stringify(result), 200)}`, { singleLine: true }),
-        process.stderr,
-      ),
+    io.error(
+      dim(printable(`← ${shorten(JSON.stringify(result), 200)}`, { singleLine: true }), io.stderr),
     );
     messages.push({
       role: 'tool',
@@ -68,11 +76,13 @@ await runMain(async () => {
   const second = await chatWithTools(llm, messages, TOOL_DEFINITIONS);
   if (second.tool_calls.length > 0) {
     // One round is all this script does: a model that wants more lookups gets a plain apology.
-    console.log(
+    io.log(
       printable(second.text) ||
         'Nimbus needed more than one round of lookups for this question; try asking more specifically.',
     );
     return 0;
   }
-  console.log(printable(second.text) || '(Nimbus gave an empty answer; try asking another way.)');
-}, USAGE);
+  io.log(printable(second.text) || '(Nimbus gave an empty answer; try asking another way.)');
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

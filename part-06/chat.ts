@@ -1,6 +1,13 @@
 // Chat with Nimbus in the terminal: every step is saved in MySQL, so a conversation can be resumed later.
 import readline from 'node:readline';
-import { conversationId, dim, parseFlags, runMain } from '../shared/cli.ts';
+import {
+  conversationId,
+  dim,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+} from '../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
@@ -11,14 +18,18 @@ import { findConversation, newConversation, plainStore, type Conversation } from
 import { describeCustomer, signIn, type Customer } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
 
 Chat as the customer in CUSTOMER_EMAIL (.env) or --customer; continue a conversation later with
 --resume=<id>. exit or Ctrl-D leaves; Ctrl-C cancels a question, or leaves at the prompt. --quiet hides
 the trace lines.`;
+}
 
-await runMain(async () => {
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
+    args: io.args,
     options: {
       quiet: { type: 'boolean', short: 'q' },
       resume: { type: 'string' },
@@ -28,65 +39,72 @@ await runMain(async () => {
   const resume =
     values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
   // Settings are read once, here: a missing key or a bad budget is said before anything else.
-  const llm = llmSettings();
-  const logDir = ensureLogDir();
-  const store = plainStore(memoryBudget());
+  const llm = llmSettings(io.env);
+  const logDir = ensureLogDir(io.env);
+  const store = plainStore(memoryBudget(io.env));
   const options: AgentOptions = { llm, logDir, store, quiet: values.quiet };
-  await ensureDatabase(console.error, llm);
-  const customer = await signIn(values.customer, customerEmail());
-  console.log(`Signed in as ${describeCustomer(customer)}.`);
+  await ensureDatabase(io.error, llm);
+  const customer = await signIn(values.customer, customerEmail(io.env));
+  io.log(`Signed in as ${describeCustomer(customer)}.`);
 
   let conversation = resume ? await findConversation(resume, customer.id) : undefined;
-  if (conversation) console.log(`Resuming conversation ${conversation.id}`);
+  if (conversation) io.log(`Resuming conversation ${conversation.id}`);
   else {
-    if (resume) console.log(`Conversation ${resume} was not found; starting a new one.`);
+    if (resume) io.log(`Conversation ${resume} was not found; starting a new one.`);
     conversation = newConversation(customer.id);
-    console.log(`New conversation ${conversation.id}`);
+    io.log(`New conversation ${conversation.id}`);
   }
-  console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
-  await chatLoop(customer, conversation, options);
+  io.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
+  await chatLoop(io, customer, conversation, options);
 
   // Only a saved conversation can be resumed, and only by its customer: a --customer goes in the hint.
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  const resumeWith = commandFor(import.meta.url, `--resume=${conversation.id}${as}`);
-  console.log(conversation.saved ? `Bye! Resume later with: ${printable(resumeWith)}` : 'Bye!');
-}, USAGE);
+  const resumeWith = commandFor(import.meta.url, `--resume=${conversation.id}${as}`, io);
+  io.log(conversation.saved ? `Bye! Resume later with: ${printable(resumeWith)}` : 'Bye!');
+}
 
 /** Reads questions until exit or the end of the input; Ctrl-C cancels the one being answered. */
-async function chatLoop(customer: Customer, conversation: Conversation, options: AgentOptions) {
-  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+async function chatLoop(
+  io: ScriptIo,
+  customer: Customer,
+  conversation: Conversation,
+  options: AgentOptions,
+) {
+  const rl = readline.createInterface({ input: io.stdin, output: io.stdout });
   let working: AbortController | undefined;
   rl.on('SIGINT', () => (working ? working.abort() : rl.close()));
   rl.setPrompt('You: ');
   rl.prompt();
   // Lines typed while Nimbus works wait in the iterator's queue: each is answered in its turn.
   for await (const line of rl) {
-    if (!process.stdin.isTTY) console.log(printable(line)); // piped input is not echoed: show it
+    if (!io.stdin.isTTY) io.log(printable(line)); // piped input is not echoed: show it
     const question = line.trim();
     if (/^(exit|quit)$/i.test(question)) break;
     if (question) {
       working = new AbortController();
       const signal = working.signal;
-      await answer(() => runAgent(question, customer, conversation, { ...options, signal }));
+      await answer(io, () => runAgent(question, customer, conversation, { ...options, signal }));
       working = undefined;
     }
     rl.prompt();
   }
   rl.close();
-  console.log();
+  io.log();
 }
 
 /** Prints one answer. A database problem is said in one line, and the chat goes on. */
-async function answer(ask: () => Promise<AgentResult>): Promise<void> {
+async function answer(io: ScriptIo, ask: () => Promise<AgentResult>): Promise<void> {
   try {
     const result = await ask();
     if (result.outcome === 'cancelled')
-      console.log(dim('(Cancelled. The steps already done are saved.)'));
-    else console.log(`Nimbus: ${printable(result.answer)}\n`);
-    if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
-    if (result.saveError) console.error(`${printable(result.saveError)}\n`);
+      io.log(dim('(Cancelled. The steps already done are saved.)'));
+    else io.log(`Nimbus: ${printable(result.answer)}\n`);
+    if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
+    if (result.saveError) io.error(`${printable(result.saveError)}\n`);
   } catch (error) {
     if (!(error instanceof DatabaseError)) throw error; // a wrong key or model name ends the chat
-    console.error(`${printable(error.message)}\n`);
+    io.error(`${printable(error.message)}\n`);
   }
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

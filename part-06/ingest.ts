@@ -1,18 +1,23 @@
 // Loads the help-center articles into the database: `npx tsx ingest.ts`. Safe to run any time.
-import { parseFlags, runMain } from '../shared/cli.ts';
+import { parseFlags, runMain, type ScriptIo, startedDirectly } from '../shared/cli.ts';
 import { llmSettingsOrError } from '../shared/config.ts';
 import { commandFor, displayPath } from '../shared/hints.ts';
 import { describeIngest, ingestArticles, HELP_CENTER_DIR } from './ingest-articles.ts';
 import { ensureDatabase } from './setup-database.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url)}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '', io)}
 
-Reads the help-center articles (${displayPath(HELP_CENTER_DIR)}), cuts them into chunks and stores them.
+Reads the help-center articles (${displayPath(HELP_CENTER_DIR, io)}), cuts them into chunks and stores them.
 Unchanged articles are skipped; changed ones replace their chunks; deleted ones are removed.
-Then run ${commandFor(new URL('./build-index.ts', import.meta.url))} to embed the new chunks.`;
+Then run ${commandFor(new URL('./build-index.ts', import.meta.url), '', io)} to embed the new chunks.`;
+}
 
-await runMain(async () => {
-  parseFlags({ options: {} });
-  await ensureDatabase(console.error, llmSettingsOrError());
-  for (const line of describeIngest(await ingestArticles())) console.log(line);
-}, USAGE);
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
+export async function main(io: ScriptIo): Promise<number | void> {
+  parseFlags({ args: io.args, options: {} });
+  await ensureDatabase(io.error, llmSettingsOrError(io.env));
+  for (const line of describeIngest(await ingestArticles())) io.log(line);
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -10,7 +10,7 @@ const WIDTH = 24;
 /** Returns a function to call with each update. Rate and ETA are measured from the first call. */
 export function progressBar(
   label: string,
-  stream: NodeJS.WriteStream = process.stderr,
+  stream: { write(text: string): unknown; isTTY?: boolean } = process.stderr,
 ): (progress: Progress) => void {
   const started = Date.now();
   return ({ done, total }) => {

@@ -1,6 +1,7 @@
 // What every entry script shares: flags and --help, dim status lines, and one-line errors instead of stack traces.
 import path from 'node:path';
 import readline from 'node:readline/promises';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { inspect, parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, dbSettings } from './config.ts';
@@ -91,17 +92,11 @@ export function listing(items: string[]): string {
 }
 
 /** Colour only when a person is looking: a terminal, and NO_COLOR not set. */
-const useColour = (stream: NodeJS.WriteStream) => Boolean(stream.isTTY) && !process.env.NO_COLOR;
+const useColour = (stream: { isTTY?: boolean }) => Boolean(stream.isTTY) && !process.env.NO_COLOR;
 
 /** Grey text for status lines, so they stand apart from the answer. */
-export function dim(text: string, stream: NodeJS.WriteStream = process.stdout): string {
+export function dim(text: string, stream: { isTTY?: boolean } = process.stdout): string {
   return useColour(stream) ? `\x1b[2m${text}\x1b[22m` : text;
-}
-
-/** Where an entry script's text goes: a terminal, a pipe, or a test's buffer. */
-export interface Output {
-  write(text: string): unknown;
-  isTTY?: boolean;
 }
 
 /**
@@ -115,9 +110,9 @@ export interface ScriptIo {
   cwd: string;
   /** The file the process was started with (`npm run chat` is told apart by it). */
   entry: string;
-  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  stdout: Output & NodeJS.WritableStream;
-  stderr: Output & NodeJS.WritableStream;
+  stdin: Readable & { isTTY?: boolean };
+  stdout: Writable & { isTTY?: boolean };
+  stderr: Writable & { isTTY?: boolean };
   /** One line on stdout, as console.log writes it. */
   log(text?: string): void;
   /** One line on stderr, as console.error writes it. */

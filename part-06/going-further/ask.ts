@@ -1,5 +1,13 @@
 // Going further: one question to the full Nimbus (customer notes, one question at a time, the hardened store), within a conversation.
-import { conversationId, dim, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  conversationId,
+  dim,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
@@ -14,14 +22,18 @@ import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { checkQuestion } from './terminal/question-limit.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"', io)}
 
 Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. Without
 --conversation it starts a new conversation; pass the id it prints to ask a follow-up in the same
 conversation. --quiet hides the step-by-step trace lines.`;
+}
 
-await runMain(async () => {
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values, positionals } = parseFlags({
+    args: io.args,
     options: {
       quiet: { type: 'boolean', short: 'q' },
       customer: { type: 'string' },
@@ -36,57 +48,59 @@ await runMain(async () => {
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
-  const llm = llmSettings();
-  const logDir = ensureLogDir();
-  const budget = memoryBudget();
-  const notesMaxChars = notesBudget();
-  await ensureFullDatabase(console.error, llm);
-  const customer = await signIn(values.customer, customerEmail());
-  if (!values.quiet)
-    console.error(dim(`Signed in as ${describeCustomer(customer)}.`, process.stderr));
+  const llm = llmSettings(io.env);
+  const logDir = ensureLogDir(io.env);
+  const budget = memoryBudget(io.env);
+  const notesMaxChars = notesBudget(io.env);
+  await ensureFullDatabase(io.error, llm);
+  const customer = await signIn(values.customer, customerEmail(io.env));
+  if (!values.quiet) io.error(dim(`Signed in as ${describeCustomer(customer)}.`, io.stderr));
   const problem = describeIndexStatus(
     await indexStatus(llm.embeddingModel),
-    commandFor(new URL('../build-index.ts', import.meta.url)),
+    commandFor(new URL('../build-index.ts', import.meta.url), '', io),
   );
-  if (problem && !values.quiet) console.error(dim(problem, process.stderr));
+  if (problem && !values.quiet) io.error(dim(problem, io.stderr));
 
   let conversation = requested ? await findConversation(requested, customer.id) : undefined;
   if (requested && !conversation)
-    console.error(`Conversation ${requested} was not found; starting a new one.`);
+    io.error(`Conversation ${requested} was not found; starting a new one.`);
   conversation ??= newConversation(customer.id);
 
   checkQuestion(question); // a usage error: too long to be worth sending
   // The hardened store, the customer's notes and their tools, as in chat.ts.
   const agent = { llm, logDir, quiet: values.quiet };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
+  const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   const result = await withConversationLock(
     conversation,
     () => runAgent(question, customer, conversation, options),
     { onWait },
   );
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  return report(result, conversation.id, as);
-}, USAGE);
+  return report(io, result, conversation.id, as);
+}
 
 /**
  * Prints the answer, then on stderr how it went and the command for a follow-up (with `as`, the
  * --customer it was asked as: a conversation continues only as its customer). Returns the exit code:
  * a fallback apology is printed for the customer, but scripts should see that something failed.
  */
-function report(result: AgentResult, conversationId: string, as: string): number {
-  console.log(printable(result.answer));
+function report(io: ScriptIo, result: AgentResult, conversationId: string, as: string): number {
+  io.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
-  console.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, process.stderr));
-  if (result.outcome === 'refused') console.error(printable(result.problem ?? ''));
-  if (result.saveError) console.error(`${printable(result.saveError)}`);
+  io.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, io.stderr));
+  if (result.outcome === 'refused') io.error(printable(result.problem ?? ''));
+  if (result.saveError) io.error(`${printable(result.saveError)}`);
   else {
     const followUp = commandFor(
       import.meta.url,
       `--conversation=${conversationId}${as} "What about my other order?"`,
+      io,
     );
-    console.error(printable(`Conversation ${conversationId}: ask a follow-up with ${followUp}`));
+    io.error(printable(`Conversation ${conversationId}: ask a follow-up with ${followUp}`));
   }
   return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

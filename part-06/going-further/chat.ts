@@ -1,5 +1,13 @@
 // Going further: the full Nimbus chat. The chapter's agent and memory, with streamed answers, customer notes, one question at a time and everything that makes a chat survive real use.
-import { conversationId, dim, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  conversationId,
+  dim,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
 import { DatabaseCancelled, DatabaseError } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
@@ -19,24 +27,29 @@ import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
 
 Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every exchange is saved;
 continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
 leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed meanwhile); at an
 empty prompt it leaves. A run ends after MAX_QUESTIONS_PER_RUN questions or MAX_TOKENS_PER_RUN
 tokens (.env). --quiet hides the step-by-step trace lines.`;
+}
 
 /** Everything a question needs besides its text: who asks, where, how the agent runs, the run's spending. */
 type Chat = {
+  io: ScriptIo;
   customer: Customer;
   conversation: Conversation;
   options: AgentOptions;
   spending: RunSpending;
 };
 
-await runMain(async () => {
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
+    args: io.args,
     options: {
       quiet: { type: 'boolean', short: 'q' },
       resume: { type: 'string' },
@@ -52,29 +65,29 @@ await runMain(async () => {
   const resume =
     values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
-  const llm = llmSettings();
-  const logDir = ensureLogDir();
-  const budget = memoryBudget();
-  const notesMaxChars = notesBudget();
-  const spending = new RunSpending(runBudget());
-  await ensureFullDatabase(console.error, llm);
-  const customer = await signIn(values.customer, customerEmail());
-  console.log(`Signed in as ${describeCustomer(customer)}.`);
+  const llm = llmSettings(io.env);
+  const logDir = ensureLogDir(io.env);
+  const budget = memoryBudget(io.env);
+  const notesMaxChars = notesBudget(io.env);
+  const spending = new RunSpending(runBudget(io.env));
+  await ensureFullDatabase(io.error, llm);
+  const customer = await signIn(values.customer, customerEmail(io.env));
+  io.log(`Signed in as ${describeCustomer(customer)}.`);
 
   let conversation = resume ? await findConversation(resume, customer.id) : undefined;
-  if (conversation) console.log(`Resuming conversation ${conversation.id}`);
+  if (conversation) io.log(`Resuming conversation ${conversation.id}`);
   else {
-    if (resume) console.log(`Conversation ${resume} was not found; starting a new one.`);
+    if (resume) io.log(`Conversation ${resume} was not found; starting a new one.`);
     conversation = newConversation(customer.id);
-    console.log(`New conversation ${conversation.id}`);
+    io.log(`New conversation ${conversation.id}`);
   }
   // The hardened store, the customer's notes and their tools: going further, set up in one place.
   const agent = { llm, logDir, quiet: values.quiet };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const chat: Chat = { customer, conversation, options, spending };
-  const lines = new LineInput(process.stdin, MAX_QUESTION_CHARS);
-  await offerToBuildIndex(llm, lines);
-  console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
+  const chat: Chat = { io, customer, conversation, options, spending };
+  const lines = new LineInput(io, MAX_QUESTION_CHARS);
+  await offerToBuildIndex(llm, lines, io);
+  io.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
   await chatLoop(chat, lines);
 
   // Only a saved conversation can be resumed, and only by its customer: a --customer goes in the hint.
@@ -82,15 +95,16 @@ await runMain(async () => {
     values.customer === undefined
       ? ''
       : ` --customer=${printable(customer.email, { singleLine: true })}`;
-  const resumeWith = commandFor(import.meta.url, `--resume=${chat.conversation.id}${as}`);
-  console.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
-}, USAGE);
+  const resumeWith = commandFor(import.meta.url, `--resume=${chat.conversation.id}${as}`, io);
+  io.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
+}
 
 /**
  * Reads questions until exit, Ctrl-D, the end of the input or the end of the run's budget; Ctrl-C
  * cancels the one in progress.
  */
 async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
+  const { io } = chat;
   let working: AbortController | undefined;
   // Ctrl-C cancels the question in progress (and the line input drops the lines typed meanwhile).
   lines.setInterruptHandler(() => {
@@ -101,7 +115,7 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
     for (let line = await lines.next(); line !== undefined; line = await lines.next()) {
       // Too long to be worth sending: said, and the chat goes on (the line was never held whole).
       if (line instanceof LongLine) {
-        console.error(`${tooLong(line.length)}\n`);
+        io.error(`${tooLong(line.length)}\n`);
         continue;
       }
       const question = line.trim();
@@ -114,9 +128,9 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
         working = undefined;
       }
       const spent = chat.spending.spent();
-      if (spent) return void console.log(spent);
+      if (spent) return void io.log(spent);
     }
-    console.log(); // Ctrl-D or Ctrl-C left the cursor after "You: "
+    io.log(); // Ctrl-D or Ctrl-C left the cursor after "You: "
   } finally {
     lines.close();
   }
@@ -131,8 +145,9 @@ async function ask(
   chat: Chat,
   signal: AbortSignal,
 ): Promise<AgentResult | undefined> {
-  const out = answerPrinter(); // the answer as it streams in, the trace lines around it
-  const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
+  const { io } = chat;
+  const out = answerPrinter(io); // the answer as it streams in, the trace lines around it
+  const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   try {
     // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind.
     const { store } = chat.options;
@@ -160,14 +175,16 @@ async function ask(
     out.breakLine();
     if (error instanceof ConversationDeleted) {
       chat.conversation = newConversation(chat.customer.id);
-      console.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
+      io.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
       return ask(question, chat, signal);
     }
-    if (error instanceof DatabaseCancelled) console.log(dim(`(${CANCELLED_BEFORE_START})\n`));
+    if (error instanceof DatabaseCancelled) io.log(dim(`(${CANCELLED_BEFORE_START})\n`));
     // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
-    else if (error instanceof DatabaseError) console.error(`${printable(error.message)}\n`);
+    else if (error instanceof DatabaseError) io.error(`${printable(error.message)}\n`);
     // A wrong key or model name ends the chat: every further question would fail the same way.
     else throw error;
     return undefined;
   }
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

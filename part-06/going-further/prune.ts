@@ -63,8 +63,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
   );
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
-
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

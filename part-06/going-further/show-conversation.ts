@@ -92,8 +92,6 @@ export async function main(io: ScriptIo): Promise<number | void> {
   io.log(turnsView(conversation, shownMessages(rows)).join('\n'));
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
-
 function wholeNumber(value: string, flag: string): number {
   if (!/^[1-9]\d{0,8}$/.test(value))
     throw new UsageError(
@@ -111,3 +109,5 @@ async function listRecent(io: ScriptIo): Promise<void> {
   }
   io.log(listView(conversations).join('\n'));
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -193,6 +193,8 @@ describe('output read by a program that stops early (| head)', () => {
 });
 
 /** Every script a learner runs: the files that start their work with runMain. */
+const RUNS_MAIN =
+  /^(await runMain\(|if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$)/m;
 const SCRIPTS = [
   'part-01',
   'part-02',
@@ -207,7 +209,7 @@ const SCRIPTS = [
     .filter(
       (file) =>
         file.endsWith('.ts') &&
-        /^await runMain\(/m.test(readFileSync(path.join(ROOT_DIR, dir, file), 'utf8')),
+        RUNS_MAIN.test(readFileSync(path.join(ROOT_DIR, dir, file), 'utf8')),
     )
     .map((file) => `${dir}/${file}`),
 );
@@ -226,9 +228,20 @@ describe('every script', () => {
     '%s parses its flags with parseFlags and runs under runMain with a usage written for where it is run',
     (_, source) => {
       expect(source).toMatch(/parseFlags\(/);
-      expect(source).toMatch(/^const USAGE = `Usage: \$\{commandFor\(import\.meta\.url/m);
-      expect(source).toMatch(/^}, USAGE\);$/m);
       expect(source).not.toMatch(/values\.help|help: \{ type/);
+      // A script run in-process (main(io)) reads its arguments from io, and writes its usage for where it was typed.
+      if (/^export async function main\(io: ScriptIo\)/m.test(source)) {
+        expect(source).toMatch(/parseFlags\(\{\s+args: io\.args,/);
+        expect(source).toMatch(
+          /^export function usage\(io: ScriptIo\): string \{\n {2}return `Usage: \$\{commandFor\(import\.meta\.url/m,
+        );
+        expect(source).toMatch(
+          /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$/m,
+        );
+      } else {
+        expect(source).toMatch(/^const USAGE = `Usage: \$\{commandFor\(import\.meta\.url/m);
+        expect(source).toMatch(/^}, USAGE\);$/m);
+      }
     },
   );
 

@@ -1,5 +1,5 @@
 // Going further: the chat's answer as it streams in, with the trace's lines kept readable around it.
-import { dim } from '../../../shared/cli.ts';
+import { dim, type ScriptIo } from '../../../shared/cli.ts';
 import { streamWithTools } from '../../../shared/llm/index.ts';
 import { printable } from '../../../shared/text.ts';
 import type { AgentOptions, AgentResult } from '../../agent.ts';
@@ -18,12 +18,12 @@ export const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was
  * as it arrives, escaped like everything from a model (each character on its own, so an escape sequence
  * split across two pieces is still made visible). The trace's lines get lines of their own around it.
  */
-export function answerPrinter() {
+export function answerPrinter(io: ScriptIo) {
   let midLine = false;
-  const working = workingLine();
+  const working = workingLine(io.stderr);
   const breakLine = () => {
     working.stop();
-    if (midLine) process.stdout.write('\n');
+    if (midLine) io.stdout.write('\n');
     midLine = false;
   };
   const callModel: AgentOptions['callModel'] = (llm, messages, tools = [], options = {}) => {
@@ -33,8 +33,8 @@ export function answerPrinter() {
       ...options,
       onText(text) {
         working.stop();
-        if (!midLine) process.stdout.write('Nimbus: ');
-        process.stdout.write(printable(text));
+        if (!midLine) io.stdout.write('Nimbus: ');
+        io.stdout.write(printable(text));
         midLine = true;
       },
     });
@@ -45,19 +45,19 @@ export function answerPrinter() {
     breakLine,
     traceLine(line: string): void {
       breakLine();
-      console.error(dim(line, process.stderr));
+      io.error(dim(line, io.stderr));
       if (line.includes(' model → ')) working.start('running the tool'); // a tool call starts
     },
     /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
     finish(result: AgentResult, saved: boolean): void {
       breakLine();
       if (result.outcome === 'cancelled')
-        console.log(dim(saved ? CANCELLED_AFTER_TOOLS : CANCELLED_BEFORE_TOOLS));
-      else if (result.outcome !== 'answered') console.log(`Nimbus: ${printable(result.answer)}`);
-      console.log();
+        io.log(dim(saved ? CANCELLED_AFTER_TOOLS : CANCELLED_BEFORE_TOOLS));
+      else if (result.outcome !== 'answered') io.log(`Nimbus: ${printable(result.answer)}`);
+      io.log();
       // Not an outage: the provider called the request invalid, and its words say why.
-      if (result.outcome === 'refused') console.error(`${printable(result.problem ?? '')}\n`);
-      if (result.saveError) console.error(`${printable(result.saveError)}\n`);
+      if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
+      if (result.saveError) io.error(`${printable(result.saveError)}\n`);
     },
   };
 }
@@ -66,7 +66,7 @@ export function answerPrinter() {
  * On a terminal, while Nimbus works and nothing new is on screen (before the first word, while a tool
  * runs), one line says so and for how long, redrawn each second and wiped when output comes.
  */
-function workingLine(stream: NodeJS.WriteStream = process.stderr) {
+function workingLine(stream: ScriptIo['stderr']) {
   let timer: NodeJS.Timeout | undefined;
   let drawn = false;
   const stop = () => {

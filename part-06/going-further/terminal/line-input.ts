@@ -6,7 +6,7 @@
 // cancels the current one and drops the rest, instead of leaving 199 to run. A piped line longer than
 // the limit is never held whole (readline holds a typed one): its length and start say what it was.
 import readline from 'node:readline';
-import { dim } from '../../../shared/cli.ts';
+import { dim, type ScriptIo } from '../../../shared/cli.ts';
 import { printable } from '../../../shared/text.ts';
 
 /** A line longer than the limit: its length, and its start to show instead of all of it. */
@@ -31,11 +31,12 @@ export class LineInput {
 
   /** `maxLineChars`: a longer line comes as a LongLine. */
   constructor(
-    private readonly input: NodeJS.ReadStream,
+    private readonly io: ScriptIo,
     private readonly maxLineChars: number,
   ) {
+    const input = io.stdin;
     if (input.isTTY) {
-      this.rl = readline.createInterface({ input, output: process.stdout, prompt: 'You: ' });
+      this.rl = readline.createInterface({ input, output: io.stdout, prompt: 'You: ' });
       this.rl.on('line', (line) =>
         this.push(line.length > maxLineChars ? longLine(line.length, line) : line),
       );
@@ -62,7 +63,7 @@ export class LineInput {
       if (!handler()) return false;
       const dropped = this.waiting.splice(0).length;
       if (dropped)
-        console.log(dim(`(Dropped ${dropped} line${dropped === 1 ? '' : 's'} typed meanwhile.)`));
+        this.io.log(dim(`(Dropped ${dropped} line${dropped === 1 ? '' : 's'} typed meanwhile.)`));
       return true;
     };
   }
@@ -72,15 +73,15 @@ export class LineInput {
     const line = this.waiting.shift();
     if (line !== undefined) {
       // Typed (or piped) while Nimbus was working: shown after the prompt, so the session reads in order.
-      console.log(`You: ${echo(line)}`);
+      this.io.log(`You: ${echo(line)}`);
       return line;
     }
     if (this.rl) this.rl.prompt();
-    else process.stdout.write('You: ');
+    else this.io.stdout.write('You: ');
     if (this.ended) return undefined;
     const next = await new Promise<Line | undefined>((resolve) => (this.reader = resolve));
     // A piped line is not echoed by a terminal: print it, so the output reads like a session.
-    if (next !== undefined && !this.rl) console.log(echo(next));
+    if (next !== undefined && !this.rl) this.io.log(echo(next));
     return next;
   }
 
@@ -101,7 +102,7 @@ export class LineInput {
     } finally {
       this.onInterrupt = previous;
       rl.off('close', cancel);
-      if (controller.signal.aborted) console.log();
+      if (controller.signal.aborted) this.io.log();
     }
   }
 
@@ -109,7 +110,7 @@ export class LineInput {
   close(): void {
     process.off('SIGINT', this.interrupt);
     this.rl?.close();
-    if (!this.rl) this.input.destroy();
+    if (!this.rl) this.io.stdin.destroy();
     this.end();
   }
 
@@ -137,10 +138,10 @@ export class LineInput {
   };
 
   private async readPiped(): Promise<void> {
-    this.input.setEncoding('utf8');
+    this.io.stdin.setEncoding('utf8');
     const line = new PartialLine(this.maxLineChars);
     try {
-      for await (const chunk of this.input as AsyncIterable<string>) {
+      for await (const chunk of this.io.stdin as AsyncIterable<string>) {
         // Only the new chunk is searched, once: the time taken grows with the input, not its square.
         let start = 0;
         for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {

@@ -1,6 +1,7 @@
 // Going further: the chat's piped input is read in one pass, and a line over the limit is never held or echoed whole.
-import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Readable, Writable } from 'node:stream';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { scriptIo } from '../../../shared/cli.ts';
 import { LineInput, LongLine } from '../terminal/line-input.ts';
 import { MAX_QUESTION_CHARS } from '../terminal/question-limit.ts';
 
@@ -8,20 +9,24 @@ import { MAX_QUESTION_CHARS } from '../terminal/question-limit.ts';
 let printed: string;
 beforeEach(() => {
   printed = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((text) => ((printed += text), true));
-  vi.spyOn(console, 'log').mockImplementation((text) => (printed += `${text}\n`));
 });
-afterEach(() => vi.restoreAllMocks());
+const kept = new Writable({
+  write(chunk, _encoding, done) {
+    printed += chunk.toString();
+    done();
+  },
+});
 
 /** Piped input: `chunks` arrive one by one, each in a turn of the event loop of its own, as from a pipe. */
-function piped(chunks: Iterable<string>): NodeJS.ReadStream {
+function piped(chunks: Iterable<string>) {
   async function* arriving() {
     for (const chunk of chunks) {
       await new Promise((resolve) => setImmediate(resolve));
       yield Buffer.from(chunk);
     }
   }
-  return Readable.from(arriving(), { objectMode: false }) as unknown as NodeJS.ReadStream;
+  const stdin = Readable.from(arriving(), { objectMode: false });
+  return scriptIo({ args: [], env: {}, cwd: '', entry: '', stdin, stdout: kept, stderr: kept });
 }
 
 /** Every line the input gives, to its end. */
