@@ -7,7 +7,12 @@ import { commandFor } from '../../../shared/hints.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../../context.ts';
-import { loadMessages, newConversation, type Conversation, type StoredMessage } from '../../memory.ts';
+import {
+  loadMessages,
+  newConversation,
+  type Conversation,
+  type StoredMessage,
+} from '../../memory.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 

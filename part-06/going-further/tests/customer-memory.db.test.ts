@@ -26,12 +26,7 @@ import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { runTool, type ToolContext } from '../../tools.ts';
 import { conversationTraceFile } from '../../trace.ts';
 import { exportCustomer } from '../privacy/customer-data.ts';
-import {
-  allNotes,
-  MAX_NOTES_PER_CUSTOMER,
-  saveNote,
-  today,
-} from '../notes/notes-queries.ts';
+import { allNotes, MAX_NOTES_PER_CUSTOMER, saveNote, today } from '../notes/notes-queries.ts';
 import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../notes/notes-tools.ts';
 import { recallNotes, withCustomerNotes } from '../notes/recall-notes.ts';
 import { forgetConversation, planPrune, prune } from '../privacy/delete-conversations.ts';

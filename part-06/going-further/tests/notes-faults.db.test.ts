@@ -24,12 +24,7 @@ import type { Customer } from '../../session.ts';
 import { runTool, type ToolContext } from '../../tools.ts';
 import { conversationTraceFile } from '../../trace.ts';
 import { takeLeases } from '../question/lease.ts';
-import {
-  allNotes,
-  liveNotes,
-  MAX_NOTES_PER_CUSTOMER,
-  saveNote,
-} from '../notes/notes-queries.ts';
+import { allNotes, liveNotes, MAX_NOTES_PER_CUSTOMER, saveNote } from '../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { forgetNotes } from '../privacy/delete-notes.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
