@@ -1,4 +1,5 @@
 // The agent loop: ask the model, run the tools it asks for, and repeat until it answers.
+import type { ScriptIo } from '../shared/cli.ts';
 import type { LlmSettings } from '../shared/config.ts';
 import {
   chatWithTools,
@@ -44,6 +45,8 @@ export interface AgentOptions {
   logDir: string;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
+  /** Where the trace lines are shown: the entry script's stderr. */
+  stderr?: ScriptIo['stderr'];
   signal?: AbortSignal;
 }
 

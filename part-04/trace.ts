@@ -2,7 +2,7 @@
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { dim } from '../shared/cli.ts';
+import { dim, type ScriptIo } from '../shared/cli.ts';
 import { makeFolders } from '../shared/config.ts';
 import { printable, printableJson, shorten } from '../shared/text.ts';
 
@@ -21,6 +21,8 @@ export interface TraceOptions {
   logDir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
+  /** Where the terminal lines go: the entry script's stderr (default: this process's). */
+  stderr?: ScriptIo['stderr'];
 }
 
 /**
@@ -32,10 +34,12 @@ export class Trace {
   readonly id = randomBytes(6).toString('hex');
   readonly file: string;
   private readonly quiet: boolean;
+  private readonly stderr: ScriptIo['stderr'];
   private failed = false;
 
   constructor(options: TraceOptions) {
     this.quiet = options.quiet ?? false;
+    this.stderr = options.stderr ?? process.stderr;
     const started = new Date().toISOString().replace(/[:.]/g, '-');
     this.file = path.join(options.logDir, 'traces', `${started}_${this.id}.jsonl`);
   }
@@ -46,8 +50,7 @@ export class Trace {
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
     this.append(printableJson(line) + '\n');
     const text = terminalLine(type, data);
-    if (text && !this.quiet)
-      console.error(dim(printable(text, { singleLine: true }), process.stderr));
+    if (text && !this.quiet) this.say(printable(text, { singleLine: true }));
   }
 
   private append(line: string): void {
@@ -69,13 +72,15 @@ export class Trace {
       }
     } catch (error) {
       this.failed = true;
-      console.error(
-        dim(
-          `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
-          process.stderr,
-        ),
+      this.say(
+        `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
       );
     }
+  }
+
+  /** One dim line on the terminal. */
+  private say(text: string): void {
+    this.stderr.write(`${dim(text, this.stderr)}\n`);
   }
 }
 

@@ -47,7 +47,12 @@ export async function main(io: ScriptIo): Promise<number | void> {
   );
   if (problem && !values.quiet) io.error(dim(problem, io.stderr));
 
-  const result = await runAgent(question, customer, { llm, logDir, quiet: values.quiet });
+  const result = await runAgent(question, customer, {
+    llm,
+    logDir,
+    quiet: values.quiet,
+    stderr: io.stderr,
+  });
   io.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   io.error(

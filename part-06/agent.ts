@@ -1,4 +1,5 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
+import type { ScriptIo } from '../shared/cli.ts';
 import type { LlmSettings } from '../shared/config.ts';
 import { CommitUnknown } from '../shared/db.ts';
 import {
@@ -62,7 +63,9 @@ export interface AgentOptions {
   logDir: string;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
-  onTraceLine?: (line: string) => void; // where the trace's terminal lines go (default: stderr)
+  /** Where the trace lines are shown: the entry script's stderr. */
+  stderr?: ScriptIo['stderr'];
+  onTraceLine?: (line: string) => void; // instead of stderr: going further's streamed answer
   /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;
 }

@@ -66,6 +66,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
     logDir,
     store,
     quiet: values.quiet,
+    stderr: io.stderr,
   });
   io.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;

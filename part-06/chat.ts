@@ -42,7 +42,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const llm = llmSettings(io.env);
   const logDir = ensureLogDir(io.env);
   const store = plainStore(memoryBudget(io.env));
-  const options: AgentOptions = { llm, logDir, store, quiet: values.quiet };
+  const options: AgentOptions = { llm, logDir, store, quiet: values.quiet, stderr: io.stderr };
   await ensureDatabase(io.error, llm);
   const customer = await signIn(values.customer, customerEmail(io.env));
   io.log(`Signed in as ${describeCustomer(customer)}.`);

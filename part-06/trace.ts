@@ -3,7 +3,7 @@ import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { fstatSync, ftruncateSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { dim } from '../shared/cli.ts';
+import { dim, type ScriptIo } from '../shared/cli.ts';
 import { makeFolders } from '../shared/config.ts';
 import { printable, printableJson, shorten } from '../shared/text.ts';
 import type { Context, Fate } from './context.ts';
@@ -25,7 +25,9 @@ export interface TraceOptions {
   logDir: string;
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
-  onTraceLine?: (line: string) => void; // where the terminal lines go (default: stderr, dimmed)
+  /** Where the terminal lines go: the entry script's stderr (default: this process's). */
+  stderr?: ScriptIo['stderr'];
+  onTraceLine?: (line: string) => void; // instead of stderr: a streamed answer's printer
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -42,6 +44,7 @@ export class Trace {
   readonly id = randomBytes(6).toString('hex');
   readonly file: string;
   private readonly quiet: boolean;
+  private readonly stderr: ScriptIo['stderr'];
   private readonly onLine: (line: string) => void;
   private held = '';
   private failed = false;
@@ -52,7 +55,8 @@ export class Trace {
     options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
-    this.onLine = options.onTraceLine ?? ((line) => console.error(dim(line, process.stderr)));
+    this.stderr = options.stderr ?? process.stderr;
+    this.onLine = options.onTraceLine ?? ((line) => this.say(line));
     this.file = conversationTraceFile(options.logDir, conversation.id);
   }
 
@@ -96,13 +100,15 @@ export class Trace {
       this.failed = true;
       const code = (error as NodeJS.ErrnoException).code;
       if (this.opened && code === 'ENOENT') return; // erased while the question ran: stop quietly
-      console.error(
-        dim(
-          `warning: could not write the trace ${this.file} (${code ?? error}); carrying on without it.`,
-          process.stderr,
-        ),
+      this.say(
+        `warning: could not write the trace ${this.file} (${code ?? error}); carrying on without it.`,
       );
     }
+  }
+
+  /** One dim line on the terminal. */
+  private say(text: string): void {
+    this.stderr.write(`${dim(text, this.stderr)}\n`);
   }
 }
 

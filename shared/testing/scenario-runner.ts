@@ -1,4 +1,4 @@
-// Runs one support scenario against one part, the way a learner would: the part's own entry script, as a subprocess.
+// Runs one support scenario against one part, the way a learner would: the part's own entry script, in-process (or as a subprocess, for a sample session).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -8,7 +8,8 @@ import mysql from 'mysql2/promise';
 import { connectionOptions } from '../db.ts';
 import type { Scenario, ScenarioRun } from '../scenarios/scenarios.ts';
 import type { FakeProvider, ProviderName } from './fake-provider.ts';
-import { runScript, type RunOptions, type ScriptResult } from './run-script.ts';
+import { runInProcess } from './run-in-process.ts';
+import type { RunOptions, ScriptResult } from './run-script.ts';
 
 export interface PartScenarios {
   /** The script a learner runs in that part, relative to its folder: ask.ts, chat.ts, going-further/chat.ts. */
@@ -65,7 +66,8 @@ export async function runScenario(
   /** Interleave stderr with stdout, as a terminal shows them (for sample sessions). */
   merged = false,
 ): Promise<ScenarioResult> {
-  const run = merged ? runMerged : runScript;
+  // In-process: the script's main with its own arguments, settings and piped input, as a process would run it.
+  const run = merged ? runMerged : runInProcess;
   const { entry } = partScenarios(part);
   // Run in the part's folder, as a learner does: `npx tsx going-further/chat.ts` in part-06.
   const folder = partOf(part).part;
