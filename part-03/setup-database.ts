@@ -3,8 +3,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { dbSettings } from '../shared/config.ts';
-import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
+import {
+  connectToServer,
+  DatabaseError,
+  databaseSettings,
+  explainDatabaseError,
+} from '../shared/db.ts';
 import { splitSqlStatements } from './split-sql.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -65,7 +69,7 @@ export interface ResetPlan {
 
 /** What resetDatabase would delete, counted before anything is touched. */
 export async function planReset(): Promise<ResetPlan> {
-  const { database } = dbSettings();
+  const { database } = databaseSettings();
   const db = await connectToServer();
   try {
     const plan: ResetPlan = { database, losses: [] };
@@ -114,7 +118,7 @@ export async function resetDatabase(log: (line: string) => void = console.log): 
 async function withSetupConnection(
   fn: (db: mysql.Connection, database: string) => Promise<void>,
 ): Promise<void> {
-  const { database } = dbSettings();
+  const { database } = databaseSettings();
   const db = await connectToServer();
   try {
     const [[lock]] = await db.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 60) AS got', [

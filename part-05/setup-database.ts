@@ -3,8 +3,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { ConfigError, dbSettings, type LlmSettings } from '../shared/config.ts';
-import { connectToServer, DatabaseError, explainDatabaseError } from '../shared/db.ts';
+import { ConfigError, type LlmSettings } from '../shared/config.ts';
+import {
+  connectToServer,
+  DatabaseError,
+  databaseSettings,
+  explainDatabaseError,
+} from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { ProviderError } from '../shared/llm/index.ts';
 import { printable } from '../shared/text.ts';
@@ -119,7 +124,7 @@ export interface ResetPlan {
 
 /** What resetDatabase would delete, counted before anything is touched. */
 export async function planReset(): Promise<ResetPlan> {
-  const { database } = dbSettings();
+  const { database } = databaseSettings();
   const db = await connectToServer();
   try {
     const plan: ResetPlan = { database, losses: [] };
@@ -171,7 +176,7 @@ export async function resetDatabase(
 async function withSetupConnection(
   fn: (db: mysql.Connection, database: string) => Promise<void>,
 ): Promise<void> {
-  const { database } = dbSettings();
+  const { database } = databaseSettings();
   const db = await connectToServer();
   try {
     const [[lock]] = await db.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 60) AS got', [

@@ -1,8 +1,7 @@
 // Going further: the tables going further adds, created when missing after the chapter's own, like them never dropped.
 import type mysql from 'mysql2/promise';
 import type { ConfigError, LlmSettings } from '../../../shared/config.ts';
-import { DatabaseError } from '../../../shared/db.ts';
-import { dbSettings } from '../../../shared/config.ts';
+import { DatabaseError, databaseSettings } from '../../../shared/db.ts';
 import { query } from '../../../shared/db.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { ensureDatabase, runSqlFile, TABLES, withSetupConnection } from '../../setup-database.ts';
@@ -22,7 +21,7 @@ const FILES: Array<[file: string, tables: string[]]> = [
  * create them, instead of creating them.
  */
 export async function checkFullDatabase(): Promise<void> {
-  const { database } = dbSettings();
+  const { database } = databaseSettings();
   const rows = await query<Array<{ name: string }>>(
     'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
     [database],
