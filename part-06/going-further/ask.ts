@@ -2,6 +2,7 @@
 import { conversationId, dim, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
+import { chatWithTools } from '../../shared/llm/index.ts';
 import { printable } from '../../shared/text.ts';
 import { memoryBudget } from '../context.ts';
 import { runAgent, type AgentResult } from '../agent.ts';
@@ -13,6 +14,7 @@ import { storeAndTools } from './agent-setup.ts';
 import { ensureFullDatabase } from './database-setup.ts';
 import { notesBudget } from './recall.ts';
 import { checkQuestion } from './question-limit.ts';
+import { maxToolCallsPerReply, withCallLimits } from './call-limits.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"')}
 
@@ -40,6 +42,7 @@ await runMain(async () => {
   const logDir = ensureLogDir();
   const budget = memoryBudget();
   const notesMaxChars = notesBudget();
+  const maxToolCalls = maxToolCallsPerReply();
   await ensureFullDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   if (!values.quiet)
@@ -58,7 +61,8 @@ await runMain(async () => {
   checkQuestion(question); // a usage error: too long to be worth sending
   // The hardened store, the customer's notes and their tools, as in chat.ts.
   const agent = { llm, logDir, quiet: values.quiet };
-  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
+  const callModel = withCallLimits(chatWithTools, maxToolCalls); // what one question's replies may ask
+  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent), callModel };
   const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   const result = await withConversationLock(
     conversation,

@@ -18,6 +18,7 @@ import { answerPrinter, CANCELLED_BEFORE_START } from './answer-printer.ts';
 import { MAX_QUESTION_CHARS, tooLong } from './question-limit.ts';
 import { notesBudget } from './recall.ts';
 import { runBudget, RunSpending } from './run-budget.ts';
+import { maxToolCallsPerReply, withCallLimits } from './call-limits.ts';
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]')}
 
@@ -33,6 +34,8 @@ type Chat = {
   conversation: Conversation;
   options: AgentOptions;
   spending: RunSpending;
+  /** MAX_TOOL_CALLS_PER_REPLY (call-limits.ts). */
+  maxToolCalls: number;
 };
 
 await runMain(async () => {
@@ -57,6 +60,7 @@ await runMain(async () => {
   const budget = memoryBudget();
   const notesMaxChars = notesBudget();
   const spending = new RunSpending(runBudget());
+  const maxToolCalls = maxToolCallsPerReply();
   await ensureFullDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -71,7 +75,7 @@ await runMain(async () => {
   // The hardened store, the customer's notes and their tools: going further, set up in one place.
   const agent = { llm, logDir, quiet: values.quiet };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const chat: Chat = { customer, conversation, options, spending };
+  const chat: Chat = { customer, conversation, options, spending, maxToolCalls };
   const lines = new LineInput(process.stdin, MAX_QUESTION_CHARS);
   await offerToBuildIndex(llm, lines);
   console.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
@@ -108,11 +112,14 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
       if (/^(exit|quit)$/i.test(question)) return;
       if (!question) continue;
       working = new AbortController();
+      chat.spending.addQuestion();
       try {
-        chat.spending.add((await ask(question, chat, working.signal))?.usage);
+        await ask(question, chat, working.signal);
       } finally {
         working = undefined;
       }
+      const estimated = chat.spending.news();
+      if (estimated) console.error(dim(`(${estimated})\n`, process.stderr));
       const spent = chat.spending.spent();
       if (spent) return void console.log(spent);
     }
@@ -146,7 +153,8 @@ async function ask(
       ...chat.options,
       store: watched,
       signal,
-      callModel: out.callModel,
+      // Bounded for this question (call-limits.ts), and counted towards the run's tokens.
+      callModel: chat.spending.metered(withCallLimits(out.callModel, chat.maxToolCalls)),
       onTraceLine: out.traceLine,
     };
     const result = await withConversationLock(
