@@ -92,18 +92,23 @@ describe.each(['gemini', 'openai'] as const)('a reply of 40 tool calls, %s', (pr
 });
 
 describe('MAX_TOOL_CALLS_PER_REPLY', () => {
-  it('in .env sets the limit for the chat', async () => {
-    fake.reply(lookUps(6), { text: 'Done.' });
-    const run = await runScript(CHAT, ['--quiet'], {
-      env: { ...fake.env('openai'), DB_NAME: db.name, MAX_TOOL_CALLS_PER_REPLY: '4' },
-      input: 'Where are all my orders?\n',
-    });
-    expect(run.code).toBe(0);
-    expect(errors(fake.chats()[1].view!).at(-1)).toBe(
-      'This reply asked for 6 tool calls, and at most 4 run per reply: the first 4 ran, this one and the 1 after it did not. Ask again for what you still need, at most 4 at a time.',
-    );
-    expect(fake.chats()[1].view!.toolResults).toHaveLength(5);
-  });
+  it.each(['gemini', 'openai'] as const)(
+    'in .env sets the limit for the chat (%s, streamed)',
+    async (provider) => {
+      fake.reply(lookUps(6), { text: 'Done.' }, { text: 'It is 1001.' });
+      // The follow-up sends the stored turn back: the provider accepts it (checked after each test).
+      const run = await runScript(CHAT, ['--quiet'], {
+        env: { ...fake.env(provider), DB_NAME: db.name, MAX_TOOL_CALLS_PER_REPLY: '4' },
+        input: 'Where are all my orders?\nAnd the first one?\n',
+      });
+      expect(run.code).toBe(0);
+      expect(errors(fake.chats()[1].view!).at(-1)).toBe(
+        'This reply asked for 6 tool calls, and at most 4 run per reply: the first 4 ran, this one and the 1 after it did not. Ask again for what you still need, at most 4 at a time.',
+      );
+      expect(fake.chats()[1].view!.toolResults).toHaveLength(5);
+      expect(run.stdout).toContain('Nimbus: It is 1001.');
+    },
+  );
 
   it.each(['0', '1001', 'many'])('=%s is one sentence naming it', (value) => {
     process.env.MAX_TOOL_CALLS_PER_REPLY = value;
