@@ -17,11 +17,15 @@ export async function safeRunTool(
   callCounts: Map<string, number>,
   context: ToolContext,
 ): Promise<{ result: ToolResult; exception?: string }> {
-  // Same tool, same arguments, in any key order: {"a":1,"b":2} and {"b":2,"a":1} are one call.
-  const key = `${call.name}:${canonicalJson(call.arguments)}`;
-  const count = (callCounts.get(key) ?? 0) + 1;
-  callCounts.set(key, count);
-  if (count > MAX_REPEAT_CALLS) return { result: { error: REPEATED_CALL_ERROR } };
+  // Same tool, same arguments, in any key order: {"a":1,"b":2} and {"b":2,"a":1} are one call. A call
+  // whose arguments could not be read runs nothing and has none to compare (all are {}): it is not
+  // counted, so runTool tells the model what was wrong with them, every time.
+  if (!call.arguments_error) {
+    const key = `${call.name}:${canonicalJson(call.arguments)}`;
+    const count = (callCounts.get(key) ?? 0) + 1;
+    callCounts.set(key, count);
+    if (count > MAX_REPEAT_CALLS) return { result: { error: REPEATED_CALL_ERROR } };
+  }
 
   try {
     return { result: await runTool(call, context) };

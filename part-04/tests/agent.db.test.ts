@@ -142,6 +142,26 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     expect(results[2]).toEqual({ error: REPEATED_CALL_ERROR });
   });
 
+  it('answers each call whose arguments are not an object with the argument error, the third too', async () => {
+    // OpenAI sends arguments as JSON text, Gemini as a value: both can be something else than an object.
+    const broken = (n: number) => ({
+      tool_calls: [
+        {
+          name: 'get_order_status',
+          arguments: provider === 'openai' ? `{"order_id": ${n}` : `${n}`,
+        },
+      ],
+    });
+    fake.reply(broken(1042), broken(1043), broken(1044), { text: 'Sorry.' });
+    const outcome = await runAgent('Where is my order?', maya, options);
+    const results = readTrace(outcome.traceFile)
+      .filter((e) => e.type === 'tool_result')
+      .map((e) => e.result.error);
+    expect(results).toHaveLength(3);
+    for (const error of results)
+      expect(error).toMatch(/^The arguments were not a (valid )?JSON object/);
+  });
+
   it('answers an unknown tool with an error result and carries on', async () => {
     fake.reply(
       { tool_calls: [{ name: 'issue_refund_now', arguments: { order_id: 1042 } }] },

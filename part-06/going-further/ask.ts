@@ -10,6 +10,7 @@ import {
 } from '../../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
+import { chatWithTools } from '../../shared/llm/index.ts';
 import { printable } from '../../shared/text.ts';
 import { memoryBudget } from '../context.ts';
 import { runAgent, type AgentResult } from '../agent.ts';
@@ -21,6 +22,7 @@ import { storeAndTools } from './question/agent-options.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { checkQuestion } from './terminal/question-limit.ts';
+import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"', io)}
@@ -52,6 +54,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const logDir = ensureLogDir(io.env);
   const budget = memoryBudget(io.env);
   const notesMaxChars = notesBudget(io.env);
+  const maxToolCalls = maxToolCallsPerReply(io.env);
   await ensureFullDatabase(io.error, llm);
   const customer = await signIn(values.customer, customerEmail(io.env));
   if (!values.quiet) io.error(dim(`Signed in as ${describeCustomer(customer)}.`, io.stderr));
@@ -69,7 +72,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
   checkQuestion(question); // a usage error: too long to be worth sending
   // The hardened store, the customer's notes and their tools, as in chat.ts.
   const agent = { llm, logDir, quiet: values.quiet };
-  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
+  const callModel = withCallLimits(chatWithTools, maxToolCalls); // what one question's replies may ask
+  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent), callModel };
   const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   const result = await withConversationLock(
     conversation,

@@ -26,6 +26,7 @@ import { answerPrinter, CANCELLED_BEFORE_START } from './terminal/answer-printer
 import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
+import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
@@ -44,6 +45,8 @@ type Chat = {
   conversation: Conversation;
   options: AgentOptions;
   spending: RunSpending;
+  /** MAX_TOOL_CALLS_PER_REPLY (call-limits.ts). */
+  maxToolCalls: number;
 };
 
 /** The script's work, given its arguments, settings and streams: a test can run it in-process. */
@@ -70,6 +73,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const budget = memoryBudget(io.env);
   const notesMaxChars = notesBudget(io.env);
   const spending = new RunSpending(runBudget(io.env));
+  const maxToolCalls = maxToolCallsPerReply(io.env);
   await ensureFullDatabase(io.error, llm);
   const customer = await signIn(values.customer, customerEmail(io.env));
   io.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -84,7 +88,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   // The hardened store, the customer's notes and their tools: going further, set up in one place.
   const agent = { llm, logDir, quiet: values.quiet };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const chat: Chat = { io, customer, conversation, options, spending };
+  const chat: Chat = { io, customer, conversation, options, spending, maxToolCalls };
   const lines = new LineInput(io, MAX_QUESTION_CHARS);
   await offerToBuildIndex(llm, lines, io);
   io.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
@@ -122,11 +126,14 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
       if (/^(exit|quit)$/i.test(question)) return;
       if (!question) continue;
       working = new AbortController();
+      chat.spending.addQuestion();
       try {
-        chat.spending.add((await ask(question, chat, working.signal))?.usage);
+        await ask(question, chat, working.signal);
       } finally {
         working = undefined;
       }
+      const estimated = chat.spending.news();
+      if (estimated) console.error(dim(`(${estimated})\n`, process.stderr));
       const spent = chat.spending.spent();
       if (spent) return void io.log(spent);
     }
@@ -161,7 +168,8 @@ async function ask(
       ...chat.options,
       store: watched,
       signal,
-      callModel: out.callModel,
+      // Bounded for this question (call-limits.ts), and counted towards the run's tokens.
+      callModel: chat.spending.metered(withCallLimits(out.callModel, chat.maxToolCalls)),
       onTraceLine: out.traceLine,
     };
     const result = await withConversationLock(

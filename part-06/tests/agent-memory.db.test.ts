@@ -112,6 +112,25 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
     ]);
   });
 
+  it('stores token counts that are no counts (negative, fractional) as unknown, and saves the turn', async () => {
+    fake.reply(
+      {
+        tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }],
+        usage: { input: -321, output: 12 },
+      },
+      { text: 'Shipped.', usage: { input: 456, output: 7.5 } },
+    );
+    const outcome = await session.ask('Where is order 1042?');
+    expect(outcome.saveError).toBeUndefined();
+    const rows = await loadRows(session.conversation.id);
+    expect(rows.map((r) => [r.role, r.input_tokens, r.output_tokens])).toEqual([
+      ['user', null, null],
+      ['assistant', null, null],
+      ['tool', null, null],
+      ['assistant', null, null],
+    ]);
+  });
+
   it('stores the fallback as a plain answer after the step limit, and the history stays valid', async () => {
     fake.reply(
       ...Array.from({ length: MAX_STEPS }, (_, i) => ({

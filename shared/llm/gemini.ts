@@ -26,6 +26,7 @@ import {
   MAX_ID_CHARS,
   MAX_NAME_CHARS,
 } from './reply-limits.ts';
+import { checkedUsage } from './usage.ts';
 
 /**
  * Gemini rejects a replayed function call without the thought signature it was issued with. For calls
@@ -214,10 +215,7 @@ export function fromResponse(
     tool_calls: toolCalls,
     message: !cut && providerRawAgrees(withRaw) ? withRaw : message,
     usage: usage
-      ? {
-          input_tokens: usage.promptTokenCount ?? 0,
-          output_tokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
-        }
+      ? checkedUsage(usage.promptTokenCount, usage.candidatesTokenCount, usage.thoughtsTokenCount)
       : undefined,
   };
 }

@@ -28,7 +28,10 @@ export interface ToolCall {
   id: string;
   name: string;
   arguments: Record<string, unknown>;
-  /** Set when the model's arguments were not a JSON object; `arguments` is then {}. */
+  /**
+   * Set when the call is not to be run, saying why for the model: its arguments were not a JSON object
+   * or too long (`arguments` is then {}), or a limit of the caller's refused it. runTool answers with it.
+   */
   arguments_error?: string;
 }
 

@@ -23,6 +23,7 @@ import {
   MAX_ARGUMENTS_CHARS,
   MAX_NAME_CHARS,
 } from './reply-limits.ts';
+import { checkedUsage } from './usage.ts';
 
 export function client(settings: OpenAISettings): OpenAI {
   return new OpenAI({
@@ -159,12 +160,7 @@ export function fromCompletion(completion: unknown, settings: OpenAISettings): C
     text,
     tool_calls: toolCalls,
     message: !cut && providerRawAgrees(withRaw) ? withRaw : message,
-    usage: usage
-      ? {
-          input_tokens: Number(usage.prompt_tokens ?? 0),
-          output_tokens: Number(usage.completion_tokens ?? 0),
-        }
-      : undefined,
+    usage: usage ? checkedUsage(usage.prompt_tokens, usage.completion_tokens) : undefined,
   };
 }
 

@@ -215,11 +215,13 @@ function renderReply(
   const usage = reply.usage;
   return {
     candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
-    usageMetadata: {
-      promptTokenCount: usage.input,
-      candidatesTokenCount: usage.output,
-      totalTokenCount: usage.input + usage.output,
-    },
+    ...(usage && {
+      usageMetadata: {
+        promptTokenCount: usage.input,
+        candidatesTokenCount: usage.output,
+        totalTokenCount: usage.input + usage.output,
+      },
+    }),
     modelVersion: model,
     responseId: `resp-${counter}`,
   };
@@ -250,7 +252,7 @@ function chunks(whole: any, reply: ReplyToRender): unknown[] {
     ...rest,
   }));
   events.at(-1).candidates[0].finishReason = finishReason;
-  events.at(-1).usageMetadata = usageMetadata;
+  if (usageMetadata) events.at(-1).usageMetadata = usageMetadata;
   return events;
 }
 

@@ -190,11 +190,13 @@ function renderReply(reply: ReplyToRender, model: string, counter: number) {
         finish_reason: calls.length ? 'tool_calls' : 'stop',
       },
     ],
-    usage: {
-      prompt_tokens: usage.input,
-      completion_tokens: usage.output,
-      total_tokens: usage.input + usage.output,
-    },
+    ...(usage && {
+      usage: {
+        prompt_tokens: usage.input,
+        completion_tokens: usage.output,
+        total_tokens: usage.input + usage.output,
+      },
+    }),
   };
 }
 
@@ -241,7 +243,7 @@ function chunks(whole: any, reply: ReplyToRender, body: any): unknown[] {
       events.push(chunk({ tool_calls: [{ ...at, function: { arguments: piece } }] }));
   });
   events.push(chunk({}, finish_reason));
-  if (withUsage)
+  if (withUsage && usage)
     events.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage });
   events.push('[DONE]');
   return events;

@@ -33,7 +33,8 @@ export interface ScriptedReply {
   body?: string | object;
   /** The server waits for this before answering: lets a test act while a request is in flight. */
   gate?: Promise<unknown>;
-  usage?: { input: number; output: number };
+  /** The token counts sent (default: estimated from the request and reply); 'none' sends no usage at all. */
+  usage?: { input: number; output: number } | 'none';
   /** How the reply streams; only `paceMs` also applies to a whole reply. */
   stream?: ScriptedStream;
 }
@@ -258,8 +259,10 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       text,
       textChunks: Array.isArray(reply.text) ? reply.text : text === undefined ? [] : [text],
       usage:
-        reply.usage ??
-        estimatedUsage(rawBody, (text ?? '') + JSON.stringify(reply.tool_calls ?? [])),
+        reply.usage === 'none'
+          ? undefined
+          : (reply.usage ??
+            estimatedUsage(rawBody, (text ?? '') + JSON.stringify(reply.tool_calls ?? []))),
     };
     const whole = wire.render(ready, model, counter);
     const events = reply.stream?.events ?? wire.chunks(whole, ready, body);

@@ -10,12 +10,12 @@ interface FakeRoute {
 
 /**
  * A scripted reply ready to render: its text joined, with the chunks it streams in, and its token counts
- * always known (estimated when not scripted).
+ * (estimated when not scripted; none when the script says 'none').
  */
-export type ReplyToRender = Omit<ScriptedReply, 'text'> & {
+export type ReplyToRender = Omit<ScriptedReply, 'text' | 'usage'> & {
   text?: string;
   textChunks: string[];
-  usage: { input: number; output: number };
+  usage?: { input: number; output: number };
 };
 
 /** One provider's side of the fake: fake-gemini.ts and fake-openai.ts implement it. */

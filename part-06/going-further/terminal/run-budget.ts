@@ -1,6 +1,9 @@
 // Going further: what one run of the chat may spend. Piped input can hold any number of questions: 100 MB of it once made 24,059 model calls in five minutes.
 import { integerSetting, type Env } from '../../../shared/config.ts';
 import type { Usage } from '../../../shared/llm/index.ts';
+import type { AgentOptions } from '../../agent.ts';
+
+type CallModel = NonNullable<AgentOptions['callModel']>;
 
 export interface RunBudget {
   /** Questions one run answers at most (MAX_QUESTIONS_PER_RUN). */
@@ -21,17 +24,38 @@ export function runBudget(env?: Env): RunBudget {
   };
 }
 
-/** What the run has spent so far, question by question. */
+/** Characters a token is taken for when a provider says nothing of its tokens: about right for English and JSON. */
+export const CHARS_PER_TOKEN = 4;
+
+export const TOKENS_ESTIMATED = `The model server did not report the tokens it used, so this run counts one token for every ${CHARS_PER_TOKEN} characters sent and received towards MAX_TOKENS_PER_RUN.`;
+
+/** What the run has spent so far: the questions asked, and the tokens of every model call. */
 export class RunSpending {
   private questions = 0;
   private tokens = 0;
+  private estimate: 'never' | 'made' | 'said' = 'never';
 
   constructor(private readonly budget: RunBudget) {}
 
-  /** One more question, with what its model calls used (none when it failed before the first). */
-  add(usage?: Usage): void {
+  /** One more question. */
+  addQuestion(): void {
     this.questions++;
-    this.tokens += (usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0);
+  }
+
+  /**
+   * The agent's model call (`callModel`), counted: each call's tokens as the provider reported them.
+   * Some servers report none (and a count that is no count is none: shared/llm/usage.ts), so the budget
+   * would never end a run: those calls count their request's and reply's characters instead.
+   */
+  metered(callModel: CallModel): CallModel {
+    return async (llm, messages, tools = [], options) => {
+      const reply = await callModel(llm, messages, tools, options);
+      this.add(
+        reply.usage ??
+          this.estimated(JSON.stringify([messages, tools, reply.text, reply.tool_calls])),
+      );
+      return reply;
+    };
   }
 
   /** The sentence that ends the run once the budget is spent; undefined while it is not. */
@@ -45,5 +69,21 @@ export class RunSpending {
       return `This run has used ${n(this.tokens)} tokens, reaching its limit of ${n(maxTokens)} (MAX_TOKENS_PER_RUN in .env), so the chat ends here.`;
     }
     return undefined;
+  }
+
+  /** TOKENS_ESTIMATED, once: the first time it is asked for after a call's tokens were estimated. */
+  news(): string | undefined {
+    if (this.estimate !== 'made') return undefined;
+    this.estimate = 'said';
+    return TOKENS_ESTIMATED;
+  }
+
+  private add(usage: Usage): void {
+    this.tokens += usage.input_tokens + usage.output_tokens;
+  }
+
+  private estimated(text: string): Usage {
+    if (this.estimate === 'never') this.estimate = 'made';
+    return { input_tokens: Math.ceil(text.length / CHARS_PER_TOKEN), output_tokens: 0 };
   }
 }

@@ -1,6 +1,7 @@
 // Going further: a piped chat run is bounded: a huge line is refused without being echoed, an answer's terminal output has a limit, and the run stops at its budget.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatWithTools, type Message } from '../../../shared/llm/index.ts';
 import { ANSWER_CUT_MARKER, MAX_ANSWER_CHARS } from '../../../shared/llm/reply-limits.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
@@ -54,14 +55,20 @@ describe('a piped chat run', () => {
 });
 
 describe('the run budget', () => {
-  it('ends the run once its questions have used MAX_TOKENS_PER_RUN tokens', () => {
+  it('ends the run once its model calls have used MAX_TOKENS_PER_RUN tokens', async () => {
     const spending = new RunSpending({ maxQuestions: 100, maxTokens: 1000 });
-    spending.add({ input_tokens: 600, output_tokens: 100 });
+    const callModel = spending.metered(chatWithTools);
+    const question: Message[] = [{ role: 'user', content: 'Where is my order?' }];
+    fake.reply(
+      { text: 'One.', usage: { input: 600, output: 100 } },
+      { text: 'Two.', usage: { input: 250, output: 60 } },
+    );
+    await callModel(fake.llm('openai'), question);
     expect(spending.spent()).toBeUndefined();
-    spending.add(undefined); // a question that failed before its model call used nothing
-    spending.add({ input_tokens: 250, output_tokens: 60 });
+    await callModel(fake.llm('openai'), question);
     expect(spending.spent()).toBe(
       'This run has used 1,010 tokens, reaching its limit of 1,000 (MAX_TOKENS_PER_RUN in .env), so the chat ends here.',
     );
+    expect(spending.news()).toBeUndefined(); // every count was reported: nothing was estimated
   });
 });

@@ -1,0 +1,68 @@
+// Going further: what one question's model replies may ask for. A reply once asked for 3,000 tool calls: all ran, the next request carried 3,005 messages (537 KB) under a 12,000-character budget, and 300 searches made 300 paid embedding requests.
+import { integerSetting, type Env } from '../../../shared/config.ts';
+import type { AssistantMessage, ToolCall } from '../../../shared/llm/index.ts';
+import type { AgentOptions } from '../../agent.ts';
+
+type CallModel = NonNullable<AgentOptions['callModel']>;
+
+/**
+ * Tool calls one reply may have run (MAX_TOOL_CALLS_PER_REPLY in .env). A real question needs one to
+ * three at a time (an order, its refund check, a search); 16 leaves room for "all my orders" and keeps a
+ * step's results within the memory budget.
+ */
+export const DEFAULT_MAX_TOOL_CALLS = 16;
+
+/**
+ * Help-center searches one question may make: with an index each is a paid embedding request. A question
+ * needs one or two; the repeat guard already refuses the same search a third time, this any search.
+ */
+export const MAX_SEARCHES_PER_QUESTION = 4;
+
+/** Read once at start, by the entry script. */
+export function maxToolCallsPerReply(env?: Env): number {
+  return integerSetting('MAX_TOOL_CALLS_PER_REPLY', DEFAULT_MAX_TOOL_CALLS, 1, { max: 1_000, env });
+}
+
+/** What the model reads instead of the result of the first call past the limit, which stands for the rest. */
+export function tooManyCalls(asked: number, max: number): string {
+  const rest = asked - max - 1;
+  const others = rest === 0 ? '' : ` and the ${rest.toLocaleString('en-US')} after it`;
+  return (
+    `This reply asked for ${asked.toLocaleString('en-US')} tool calls, and at most ${max} run per reply: ` +
+    `the first ${max} ran, this one${others} did not. Ask again for what you still need, at most ${max} at a time.`
+  );
+}
+
+export const SEARCH_LIMIT_ERROR = `No more than ${MAX_SEARCHES_PER_QUESTION} help-center searches can be made for one question, so this one was not run. Answer with the passages already found.`;
+
+/**
+ * The agent's model call (`callModel`) for one question, bounded. A reply's calls past `maxCalls` are
+ * left out, but for the first of them, kept to tell the model in its result what was not run; a call
+ * over the question's searches is kept and not run. A call not to be run carries why in
+ * `arguments_error`, as the provider layer marks a call whose arguments are too long: runTool answers
+ * it with that sentence and runs nothing. Every call kept gets its result, so the next request is valid
+ * for both providers, and it holds at most `maxCalls + 1` calls of this reply.
+ */
+export function withCallLimits(callModel: CallModel, maxCalls: number): CallModel {
+  let searches = 0;
+  return async (...request) => {
+    const reply = await callModel(...request);
+    const asked = reply.tool_calls.length;
+    const calls = reply.tool_calls.slice(0, maxCalls + 1).map((call, i): ToolCall => {
+      if (i === maxCalls) return { ...call, arguments_error: tooManyCalls(asked, maxCalls) };
+      if (call.name !== 'search_help_center' || call.arguments_error) return call;
+      searches++;
+      return searches > MAX_SEARCHES_PER_QUESTION
+        ? { ...call, arguments_error: SEARCH_LIMIT_ERROR }
+        : call;
+    });
+    const cut = asked > calls.length;
+    if (!cut && calls.every((call, i) => call === reply.tool_calls[i])) return reply;
+    // The provider's own message holds every call it sent: with calls left out it would replay them,
+    // so it is dropped, as for a reply that was cut. A marked call leaves it agreeing (provider-raw.ts).
+    const message: AssistantMessage = cut
+      ? { role: 'assistant', content: reply.message.content, tool_calls: calls }
+      : { ...reply.message, tool_calls: calls };
+    return { ...reply, tool_calls: calls, message };
+  };
+}
