@@ -86,7 +86,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
     io.log(`New conversation ${conversation.id}`);
   }
   // The hardened store, the customer's notes and their tools: going further, set up in one place.
-  const agent = { llm, logDir, quiet: values.quiet };
+  const agent = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
   const chat: Chat = { io, customer, conversation, options, spending, maxToolCalls };
   const lines = new LineInput(io, MAX_QUESTION_CHARS);
@@ -133,7 +133,7 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
         working = undefined;
       }
       const estimated = chat.spending.news();
-      if (estimated) console.error(dim(`(${estimated})\n`, process.stderr));
+      if (estimated) io.error(dim(`(${estimated})\n`, io.stderr));
       const spent = chat.spending.spent();
       if (spent) return void io.log(spent);
     }

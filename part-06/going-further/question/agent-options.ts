@@ -15,13 +15,14 @@ import { describeDamage } from '../store/read-history.ts';
 export function storeAndTools(
   budget: MemoryBudget,
   notesMaxChars: number,
-  { logDir, quiet }: { logDir: string; quiet?: boolean },
+  { logDir, quiet, stderr = process.stderr }: Pick<AgentOptions, 'logDir' | 'quiet' | 'stderr'>,
 ): Pick<AgentOptions, 'store' | 'tools'> {
+  const say = (line: string) => stderr.write(`${dim(line, stderr)}\n`);
   const store = hardenedStore(budget, {
-    onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
+    onDamaged: (id, damaged) => say(describeDamage(id, damaged)),
   });
   const withNotes = withCustomerNotes(store, notesMaxChars, (recall) => {
-    if (recall.notes.length && !quiet) console.error(dim(describeRecall(recall), process.stderr));
+    if (recall.notes.length && !quiet) say(describeRecall(recall));
   });
   return { store: withNotes, tools: customerMemoryTools(logDir) };
 }
