@@ -7,6 +7,7 @@ import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { runAgent, type AgentOptions, type AgentResult } from './agent.ts';
 import { memoryBudget } from './context.ts';
+import { describeIndexStatus, indexStatus } from './embedding-index.ts';
 import { findConversation, newConversation, plainStore, type Conversation } from './memory.ts';
 import { describeCustomer, signIn, type Customer } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
@@ -35,6 +36,10 @@ await runMain(async () => {
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
+  // As in Part 5: an index missing, partial or built by another provider's model is said once, with its fix.
+  const fix = commandFor(new URL('./build-index.ts', import.meta.url));
+  const problem = describeIndexStatus(await indexStatus(llm.embeddingModel), fix);
+  if (problem) console.log(dim(problem));
 
   let conversation = resume ? await findConversation(resume, customer.id) : undefined;
   if (conversation) console.log(`Resuming conversation ${conversation.id}`);

@@ -155,6 +155,9 @@ export function memoryEvent(history: Context & { readAll?: boolean }) {
   const turns = `${full + compacted + dropped}${more} earlier turn${full + compacted + dropped === 1 && !more ? '' : 's'}`;
   const over = chars > max ? ' (over budget: the newest turn is always kept)' : '';
   const n = (x: number) => x.toLocaleString('en-US');
-  const summary = `${turns} — ${full} full, ${compacted} compacted, ${dropped}${more} dropped — ${n(chars)} of ${n(max)} chars${over}`;
+  const sizes = `${full} full, ${compacted} compacted, ${dropped}${more} dropped — ${n(chars)} of ${n(max)} chars`;
+  // A first question has nothing before it: said in words, not as the "[]" of an empty list.
+  const nothing = full + compacted + dropped === 0 && !more;
+  const summary = nothing ? 'nothing earlier (a new conversation)' : `${turns} — ${sizes}${over}`;
   return { full, compacted, dropped, chars, max_chars: max, summary };
 }

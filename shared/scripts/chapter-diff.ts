@@ -189,7 +189,10 @@ function dependenciesFirst(files: string[], importsOf: (file: string) => string[
   return order;
 }
 
-/** `diff -u` of one file, labelled part-05/x.ts and part-06/x.ts; a missing side is read as empty, like `diff -N`. */
+/**
+ * `diff -u` of one file, labelled part-05/x.ts and part-06/x.ts; a missing side is read as empty, like
+ * `diff -N`, and labelled /dev/null, as git and diff label a file that is new or removed.
+ */
 function unifiedDiff(
   fromDir: string,
   toDir: string,
@@ -204,9 +207,9 @@ function unifiedDiff(
     [
       '-u',
       '--label',
-      `${fromDir}/${file}`,
+      inOlder ? `${fromDir}/${file}` : '/dev/null',
       '--label',
-      `${toDir}/${file}`,
+      inNewer ? `${toDir}/${file}` : '/dev/null',
       side(fromDir, inOlder),
       side(toDir, inNewer),
     ],
