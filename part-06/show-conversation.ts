@@ -1,15 +1,17 @@
 // Shows what memory holds: one conversation turn by turn, or how the next context is built and why.
 import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
-import { commandFor } from '../shared/hints.ts';
+import { usageLines } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, storedView } from './conversation-view.ts';
 import { loadMessages } from './memory.ts';
 import { describeConversation } from './stored-conversations.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn
-       ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
-       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
+const USAGE = `${usageLines(import.meta.url, [
+  ['<id>', 'every stored message, turn by turn'],
+  ['<id> --context', 'what the model will see with the next question, and why'],
+  ['<id> --context --budget=4000 --recent=1', 'the same under other settings'],
+])}
 
 <id> is what the chat printed ("Resume later with: … --resume=<id>"). --budget and --recent default to
 MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2). An operator's tool: it shows any

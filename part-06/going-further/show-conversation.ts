@@ -1,6 +1,6 @@
 // Going further: the chapter's viewer for the full Nimbus: damaged rows shown in place, customer notes with the context, and --json.
 import { conversationId, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
-import { commandFor } from '../../shared/hints.ts';
+import { commandFor, usageLines } from '../../shared/hints.ts';
 import { printable, printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView } from '../conversation-view.ts';
@@ -13,13 +13,15 @@ import { recallView } from './notes-view.ts';
 import { notesBudget, recallNotes } from './recall.ts';
 import { readHistory, shownMessages } from './stored-history.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url)}                          list recent conversations
-       ${commandFor(import.meta.url, '<id>')}                     every stored message, turn by turn, with tokens
-       ${commandFor(import.meta.url, '<id> --json')}              the whole stored conversation as one JSON object
-       ${commandFor(import.meta.url, '<id> --context')}           what the model will see with the next question, and why
-       ${commandFor(import.meta.url, '<id> --context --json')}    the exact messages that will be sent
-       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1')}    the same under other settings
-       ${commandFor(import.meta.url, '<id> --context --question="…"')}    customer notes ranked for that question
+const USAGE = `${usageLines(import.meta.url, [
+  ['', 'list recent conversations'],
+  ['<id>', 'every stored message, turn by turn, with tokens'],
+  ['<id> --json', 'the whole stored conversation as one JSON object'],
+  ['<id> --context', 'what the model will see with the next question, and why'],
+  ['<id> --context --json', 'the exact messages that will be sent'],
+  ['<id> --context --budget=4000 --recent=1', 'the same under other settings'],
+  ['<id> --context --question="…"', 'customer notes ranked for that question'],
+])}
 
 --budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2);
 the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).

@@ -6,11 +6,13 @@ import { checkFullDatabase } from './database-setup.ts';
 import { allNotes } from './customer-notes.ts';
 import { notesView } from './notes-view.ts';
 
+const VIEWER = new URL('./show-conversation.ts', import.meta.url);
 const USAGE = `Usage: ${commandFor(import.meta.url, '--customer=<email>')}
 
 Lists one customer's notes, expired ones too: what they asked Nimbus to remember, when, in which
 conversation, when a question last needed it, and until when it applies. This is an operator's
-tool. show-conversation.ts <id> --context shows which notes go with a question, and why.`;
+tool. Which notes go with a question, and why:
+  ${commandFor(VIEWER, '<id> --context --question="…"')}`;
 
 await runMain(async () => {
   const { values } = parseFlags({ options: { customer: { type: 'string' } } });

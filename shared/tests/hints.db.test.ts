@@ -226,7 +226,10 @@ describe('every script', () => {
     '%s parses its flags with parseFlags and runs under runMain with a usage written for where it is run',
     (_, source) => {
       expect(source).toMatch(/parseFlags\(/);
-      expect(source).toMatch(/^const USAGE = `Usage: \$\{commandFor\(import\.meta\.url/m);
+      // usageLines (shared/hints.ts) writes each of its lines with commandFor.
+      expect(source).toMatch(
+        /^const USAGE = `(Usage: \$\{commandFor|\$\{usageLines)\(import\.meta\.url/m,
+      );
       expect(source).toMatch(/^}, USAGE\);$/m);
       expect(source).not.toMatch(/values\.help|help: \{ type/);
     },
