@@ -69,7 +69,8 @@ export function compactTurn(turn: Turn): Turn {
 }
 
 export function buildContext(messages: Message[], budget: MemoryBudget): Context {
-  const turns = splitIntoTurns(messages).map(closeTurn);
+  const stored = splitIntoTurns(messages);
+  const turns = stored.map(closeTurn);
   const recentFrom = Math.max(0, turns.length - budget.recentTurns);
   const shaped = turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
   const sizes = shaped.map(turnChars);
@@ -80,7 +81,8 @@ export function buildContext(messages: Message[], budget: MemoryBudget): Context
   let first = 0;
   while (chars > budget.maxChars && turns.length - first > 1) chars -= sizes[first++];
 
-  const plan = turns.map((turn, i): TurnInContext => {
+  // Each turn as the table holds it: a closing note is sent, never stored.
+  const plan = stored.map((turn, i): TurnInContext => {
     const fate: Fate = i < first ? 'dropped' : i >= recentFrom ? 'full' : 'compacted';
     const sent = fate === 'dropped' ? [] : shaped[i];
     return {
