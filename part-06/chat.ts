@@ -36,8 +36,8 @@ await runMain(async () => {
   await ensureDatabase(console.error, llm);
   const customer = await signIn(values.customer, customerEmail());
   console.log(`Signed in as ${describeCustomer(customer)}.`);
-  // As in Part 5: an index missing, partial or built by another provider's model is said once, with its fix.
   const fix = commandFor(new URL('./build-index.ts', import.meta.url));
+  // As in Part 5: an index missing, partial or from another provider's model is said once, with its fix.
   const problem = describeIndexStatus(await indexStatus(llm.embeddingModel), fix);
   if (problem) console.log(dim(problem));
 

@@ -26,7 +26,7 @@ export function contextView(id: string, context: Context): string[] {
   const { budget } = context;
   const lines = [
     `Context for the next question in conversation ${id}`,
-    `(budget ${n(budget.maxChars)} chars, ${recentFull(budget.recentTurns)}):\n`,
+    `(budget ${n(budget.maxChars)} chars, ${budget.recentTurns === 1 ? 'the newest turn' : `the last ${n(budget.recentTurns)} turns`} full):\n`,
     '  turn  fate         stored     sent    total  question',
   ];
   let total = 1; // the brackets around the list of turns
@@ -55,11 +55,6 @@ export function contextView(id: string, context: Context): string[] {
     dim(TAG_LEGEND),
   );
   return lines;
-}
-
-/** "the last 2 turns full", or "the newest turn full" when only one is. */
-function recentFull(turns: number): string {
-  return turns === 1 ? 'the newest turn full' : `the last ${n(turns)} turns full`;
 }
 
 /** One line per message: `user: …`, `assistant: (requested tools) …`, `tool: name → {json}`, made safe for a terminal. */

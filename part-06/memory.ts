@@ -83,10 +83,7 @@ export async function saveMessages(
   conversation.saved = true;
 }
 
-/**
- * Inserts messages numbered from `firstSeq`, in one statement: `VALUES ?` with rows is one round trip.
- * Exported: going further's store inserts through it too, in a transaction of its own.
- */
+/** Inserts messages numbered from `firstSeq` in one round trip (`VALUES ?`); going further's store uses it too. */
 export async function insertMessages(
   db: PoolConnection,
   conversationId: string,

@@ -1,7 +1,6 @@
 // Shows what memory holds: one conversation turn by turn, or how the next context is built and why.
-import { conversationId, parseFlags, runMain, UsageError } from '../shared/cli.ts';
+import { conversationId, parseFlags, runMain, UsageError, wholeNumber } from '../shared/cli.ts';
 import { usageLines } from '../shared/hints.ts';
-import { printable } from '../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, storedView } from './conversation-view.ts';
 import { loadMessages } from './memory.ts';
@@ -32,8 +31,8 @@ await runMain(async () => {
     throw new UsageError('--budget and --recent go with --context.');
   const configured = memoryBudget();
   const budget: MemoryBudget = {
-    maxChars: wholeNumber(values.budget, '--budget') ?? configured.maxChars,
-    recentTurns: wholeNumber(values.recent, '--recent') ?? configured.recentTurns,
+    maxChars: wholeNumber(values.budget, '--budget', configured.maxChars),
+    recentTurns: wholeNumber(values.recent, '--recent', configured.recentTurns),
   };
 
   const id = conversationId(positionals[0], 'show-conversation');
@@ -46,10 +45,3 @@ await runMain(async () => {
   if (!values.context) return void console.log(storedView(conversation, messages).join('\n'));
   console.log(contextView(id, buildContext(messages, budget)).join('\n'));
 }, USAGE);
-
-function wholeNumber(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (/^[1-9]\d{0,8}$/.test(value)) return Number(value);
-  const shown = printable(value, { singleLine: true });
-  throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${shown}").`);
-}

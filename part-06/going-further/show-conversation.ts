@@ -1,7 +1,7 @@
 // Going further: the chapter's viewer for the full Nimbus: damaged rows shown in place, customer notes with the context, and --json.
-import { conversationId, parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import { conversationId, parseFlags, runMain, UsageError, wholeNumber } from '../../shared/cli.ts';
 import { commandFor, usageLines } from '../../shared/hints.ts';
-import { printable, printableJson } from '../../shared/text.ts';
+import { printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView } from '../conversation-view.ts';
 import { checkFullDatabase } from './database-setup.ts';
@@ -54,10 +54,8 @@ await runMain(async () => {
   const configured = memoryBudget();
   const notesMaxChars = notesBudget();
   const budget: MemoryBudget = {
-    maxChars:
-      values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
-    recentTurns:
-      values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
+    maxChars: wholeNumber(values.budget, '--budget', configured.maxChars),
+    recentTurns: wholeNumber(values.recent, '--recent', configured.recentTurns),
   };
   await checkFullDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent();
@@ -84,14 +82,6 @@ await runMain(async () => {
     return void console.log(printableJson(exportConversation(conversation, rows, history), 2));
   console.log(turnsView(conversation, shownMessages(rows)).join('\n'));
 }, USAGE);
-
-function wholeNumber(value: string, flag: string): number {
-  if (!/^[1-9]\d{0,8}$/.test(value))
-    throw new UsageError(
-      `${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`,
-    );
-  return Number(value);
-}
 
 async function listRecent(): Promise<void> {
   const conversations = await listConversations();
