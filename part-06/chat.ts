@@ -14,6 +14,7 @@ import { commandFor } from '../shared/hints.ts';
 import { printable } from '../shared/text.ts';
 import { runAgent, type AgentOptions, type AgentResult } from './agent.ts';
 import { memoryBudget } from './context.ts';
+import { describeIndexStatus, indexStatus } from './embedding-index.ts';
 import { findConversation, newConversation, plainStore, type Conversation } from './memory.ts';
 import { describeCustomer, signIn, type Customer } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
@@ -46,6 +47,10 @@ export async function main(io: ScriptIo): Promise<number | void> {
   await ensureDatabase(io.error, llm);
   const customer = await signIn(values.customer, customerEmail(io.env));
   io.log(`Signed in as ${describeCustomer(customer)}.`);
+  const fix = commandFor(new URL('./build-index.ts', import.meta.url), '', io);
+  // As in Part 5: an index missing, partial or from another provider's model is said once, with its fix.
+  const problem = describeIndexStatus(await indexStatus(llm.embeddingModel), fix);
+  if (problem) io.log(dim(problem));
 
   let conversation = resume ? await findConversation(resume, customer.id) : undefined;
   if (conversation) io.log(`Resuming conversation ${conversation.id}`);

@@ -69,27 +69,22 @@ export function compactTurn(turn: Turn): Turn {
 }
 
 export function buildContext(messages: Message[], budget: MemoryBudget): Context {
-  const turns = splitIntoTurns(messages).map(closeTurn);
-  const recentFrom = Math.max(0, turns.length - budget.recentTurns);
-  const shaped = turns.map((turn, i) => (i < recentFrom ? compactTurn(turn) : turn));
+  const stored = splitIntoTurns(messages); // as the table holds them: a closing note is sent, not stored
+  const recentFrom = Math.max(0, stored.length - budget.recentTurns);
+  const shaped = stored.map(closeTurn).map((t, i) => (i < recentFrom ? compactTurn(t) : t));
   const sizes = shaped.map(turnChars);
 
   // Each turn's share is known up front, so dropping the oldest just subtracts it: linear time.
   // The list's two brackets take the place of the last turn's comma: one more character in all.
   let chars = sizes.reduce((sum, n) => sum + n, 1);
   let first = 0;
-  while (chars > budget.maxChars && turns.length - first > 1) chars -= sizes[first++];
+  while (chars > budget.maxChars && stored.length - first > 1) chars -= sizes[first++];
 
-  const plan = turns.map((turn, i): TurnInContext => {
+  const plan = stored.map((turn, i): TurnInContext => {
     const fate: Fate = i < first ? 'dropped' : i >= recentFrom ? 'full' : 'compacted';
     const sent = fate === 'dropped' ? [] : shaped[i];
-    return {
-      fate,
-      turn,
-      sent,
-      storedChars: turnChars(turn),
-      sentChars: sent.length ? sizes[i] : 0,
-    };
+    const storedChars = turnChars(turn);
+    return { fate, turn, sent, storedChars, sentChars: sent.length ? sizes[i] : 0 };
   });
   chars = JSON.stringify(shaped.slice(first)).length; // exact, "[]" included when there are no turns
   return { messages: plan.flatMap((t) => t.sent), budget, chars, turns: plan };

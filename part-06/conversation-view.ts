@@ -26,7 +26,7 @@ export function contextView(id: string, context: Context): string[] {
   const { budget } = context;
   const lines = [
     `Context for the next question in conversation ${id}`,
-    `(budget ${n(budget.maxChars)} chars, the last ${count(budget.recentTurns, 'turn')} full):\n`,
+    `(budget ${n(budget.maxChars)} chars, ${budget.recentTurns === 1 ? 'the newest turn' : `the last ${n(budget.recentTurns)} turns`} full):\n`,
     '  turn  fate         stored     sent    total  question',
   ];
   let total = 1; // the brackets around the list of turns

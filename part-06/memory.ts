@@ -83,25 +83,23 @@ export async function saveMessages(
   conversation.saved = true;
 }
 
-/** Inserts messages numbered from `firstSeq`, in one statement: `VALUES ?` with rows is one round trip. */
+/** Inserts messages numbered from `firstSeq` in one round trip (`VALUES ?`); going further's store uses it too. */
 export async function insertMessages(
   db: PoolConnection,
   conversationId: string,
   firstSeq: number,
-  messages: Array<MessageToSave & { note?: string }>,
+  messages: MessageToSave[],
 ): Promise<void> {
-  const rows = messages.map(({ message, cost, note }, i) => [
+  const rows = messages.map(({ message, cost }, i) => [
     conversationId,
     firstSeq + i,
     message.role,
     JSON.stringify(message),
     cost?.input_tokens ?? null,
     cost?.output_tokens ?? null,
-    note ?? null,
   ]);
   await db.query(
-    `INSERT INTO messages (conversation_id, seq, role, data, input_tokens, output_tokens, storage_note)
-     VALUES ?`,
+    'INSERT INTO messages (conversation_id, seq, role, data, input_tokens, output_tokens) VALUES ?',
     [rows],
   );
 }

@@ -133,7 +133,6 @@ CREATE TABLE IF NOT EXISTS messages (
   -- For a message the model wrote: what its call cost, as the provider counted it.
   input_tokens    INT UNSIGNED    NULL,
   output_tokens   INT UNSIGNED    NULL,
-  storage_note    VARCHAR(255)    NULL, -- what had to change for it to be stored, if anything
   created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (conversation_id, seq), -- one conversation's messages, in order: one range
   CONSTRAINT fk_messages_conversation FOREIGN KEY (conversation_id) REFERENCES conversations (id) ON DELETE CASCADE

@@ -170,7 +170,7 @@ export async function planReset(): Promise<ResetPlan> {
 
 /**
  * Drops this part's tables (and those pointing at them) and functions, then creates them again with the
- * sample data. Only setup scripts call this; `beforeDropping` runs first, with the setup lock held.
+ * sample data. `beforeDropping` runs first, under the setup lock: going further waits there for questions.
  */
 export async function resetDatabase(
   log: (line: string) => void = console.log,
@@ -194,7 +194,7 @@ export async function resetDatabase(
 
 /**
  * Runs fn on a connection to DB_NAME (created if needed) while holding a lock named after it, so first
- * runs started at the same moment take turns instead of racing to create the same tables.
+ * runs at the same moment take turns instead of racing to create the same tables, going further's too.
  */
 export async function withSetupConnection(
   fn: (db: mysql.Connection, database: string) => Promise<void>,
@@ -241,6 +241,7 @@ async function dependentTables(db: mysql.Connection, database: string): Promise<
   return rows.map((row) => String(row.name));
 }
 
+/** Runs one of this folder's .sql files, statement by statement (going further's files too). */
 export async function runSqlFile(db: mysql.Connection, file: string): Promise<void> {
   for (const statement of splitSqlStatements(await readFile(path.join(HERE, file), 'utf8')))
     await db.query(statement);

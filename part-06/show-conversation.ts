@@ -6,18 +6,24 @@ import {
   type ScriptIo,
   startedDirectly,
   UsageError,
+  wholeNumber,
 } from '../shared/cli.ts';
-import { commandFor } from '../shared/hints.ts';
-import { printable } from '../shared/text.ts';
+import { usageLines } from '../shared/hints.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, storedView } from './conversation-view.ts';
 import { loadMessages } from './memory.ts';
 import { describeConversation } from './stored-conversations.ts';
 
 export function usage(io: ScriptIo): string {
-  return `Usage: ${commandFor(import.meta.url, '<id>', io)}                     every stored message, turn by turn
-       ${commandFor(import.meta.url, '<id> --context', io)}           what the model will see with the next question, and why
-       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1', io)}    the same under other settings
+  return `${usageLines(
+    import.meta.url,
+    [
+      ['<id>', 'every stored message, turn by turn'],
+      ['<id> --context', 'what the model will see with the next question, and why'],
+      ['<id> --context --budget=4000 --recent=1', 'the same under other settings'],
+    ],
+    io,
+  )}
 
 <id> is what the chat printed ("Resume later with: … --resume=<id>"). --budget and --recent default to
 MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2). An operator's tool: it shows any
@@ -41,8 +47,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
     throw new UsageError('--budget and --recent go with --context.');
   const configured = memoryBudget(io.env);
   const budget: MemoryBudget = {
-    maxChars: wholeNumber(values.budget, '--budget') ?? configured.maxChars,
-    recentTurns: wholeNumber(values.recent, '--recent') ?? configured.recentTurns,
+    maxChars: wholeNumber(values.budget, '--budget', configured.maxChars),
+    recentTurns: wholeNumber(values.recent, '--recent', configured.recentTurns),
   };
 
   const id = conversationId(positionals[0], 'show-conversation');
@@ -54,13 +60,6 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const messages = await loadMessages(id);
   if (!values.context) return void io.log(storedView(conversation, messages).join('\n'));
   io.log(contextView(id, buildContext(messages, budget)).join('\n'));
-}
-
-function wholeNumber(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (/^[1-9]\d{0,8}$/.test(value)) return Number(value);
-  const shown = printable(value, { singleLine: true });
-  throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${shown}").`);
 }
 
 if (startedDirectly(import.meta.url)) await runMain(main, usage);

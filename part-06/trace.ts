@@ -156,11 +156,13 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
 export function memoryEvent(history: Context & { readAll?: boolean }) {
   const count = (fate: Fate) => history.turns.filter((t) => t.fate === fate).length;
   const [full, compacted, dropped] = [count('full'), count('compacted'), count('dropped')];
-  const [chars, max] = [history.chars, history.budget.maxChars];
+  const [chars, max, total] = [history.chars, history.budget.maxChars, history.turns.length];
   const more = history.readAll === false ? '+' : '';
-  const turns = `${full + compacted + dropped}${more} earlier turn${full + compacted + dropped === 1 && !more ? '' : 's'}`;
+  const turns = `${total}${more} earlier turn${total === 1 && !more ? '' : 's'}`;
   const over = chars > max ? ' (over budget: the newest turn is always kept)' : '';
   const n = (x: number) => x.toLocaleString('en-US');
-  const summary = `${turns} — ${full} full, ${compacted} compacted, ${dropped}${more} dropped — ${n(chars)} of ${n(max)} chars${over}`;
+  const sizes = `${full} full, ${compacted} compacted, ${dropped}${more} dropped — ${n(chars)} of ${n(max)} chars${over}`;
+  // A first question has nothing before it: said in words, not as the "[]" of an empty list.
+  const summary = total || more ? `${turns} — ${sizes}` : 'nothing earlier (a new conversation)';
   return { full, compacted, dropped, chars, max_chars: max, summary };
 }

@@ -61,6 +61,14 @@ export function conversationId(value: string, where: string): string {
   );
 }
 
+/** A count typed as a flag (--budget=4000): a whole number from 1 to 999999999, or the flag's default. */
+export function wholeNumber(value: string | undefined, flag: string, otherwise: number): number {
+  if (value === undefined) return otherwise;
+  if (/^[1-9]\d{0,8}$/.test(value)) return Number(value);
+  const shown = printable(value, { singleLine: true });
+  throw new UsageError(`${flag} must be a whole number from 1 to 999999999 (got "${shown}").`);
+}
+
 /**
  * Asks a person to confirm something that deletes data, on a terminal (Ctrl-C and Ctrl-D answer no).
  * In a script there is nobody to ask: the command that confirms (`yes`) is said instead.

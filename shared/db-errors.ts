@@ -71,7 +71,7 @@ function explain(error: Error, settings: DbSettings): unknown {
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
       return new DatabaseError(
-        `Cannot reach ${at} (${code}). Start the database server, or check ${whereSettings(settings)} in .env.`,
+        `Cannot reach ${at} (${code}). Start the database server (none yet? the Requirements in README.md at the repository root start one in one line), or check ${whereSettings(settings)} in .env.`,
       );
     case 'ER_ACCESS_DENIED_ERROR':
     case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user

@@ -37,6 +37,22 @@ export function commandFor(
   return args ? `${command} ${args}` : command;
 }
 
+/**
+ * A usage text's first lines: one way to run `script` per line, each with what it does, in one column
+ * however long the commands are where the learner typed theirs.
+ */
+export function usageLines(
+  script: string | URL,
+  forms: Array<[args: string, what: string]>,
+  typedAt: TypedAt = thisProcess(),
+): string {
+  const commands = forms.map(([args]) => commandFor(script, args, typedAt));
+  const width = Math.max(...commands.map((command) => command.length)) + 2;
+  const line = (command: string, i: number) =>
+    `${i === 0 ? 'Usage: ' : '       '}${command.padEnd(width)}${forms[i][1]}`;
+  return commands.map(line).join('\n');
+}
+
 /** A file's path as the learner can use it where they typed the command. */
 export function displayPath(file: string, typedAt: TypedAt = thisProcess()): string {
   return path.relative(learnerDir(typedAt), file);

@@ -73,7 +73,7 @@ describe('ask.ts errors and first run', () => {
     });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
-      'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.\n',
+      'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server (none yet? the Requirements in README.md at the repository root start one in one line), or check DB_HOST and DB_PORT in .env.\n',
     );
   });
 

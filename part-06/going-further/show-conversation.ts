@@ -3,12 +3,13 @@ import {
   conversationId,
   parseFlags,
   runMain,
-  UsageError,
-  startedDirectly,
   type ScriptIo,
+  startedDirectly,
+  UsageError,
+  wholeNumber,
 } from '../../shared/cli.ts';
-import { commandFor } from '../../shared/hints.ts';
-import { printable, printableJson } from '../../shared/text.ts';
+import { commandFor, usageLines } from '../../shared/hints.ts';
+import { printableJson } from '../../shared/text.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView } from '../conversation-view.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
@@ -21,19 +22,26 @@ import { notesBudget, recallNotes } from './notes/recall-notes.ts';
 import { readHistory, shownMessages } from './store/read-history.ts';
 
 export function usage(io: ScriptIo): string {
-  return `Usage: ${commandFor(import.meta.url, '', io)}                          list recent conversations
-       ${commandFor(import.meta.url, '<id>', io)}                     every stored message, turn by turn, with tokens
-       ${commandFor(import.meta.url, '<id> --json', io)}              the whole stored conversation as one JSON object
-       ${commandFor(import.meta.url, '<id> --context', io)}           what the model will see with the next question, and why
-       ${commandFor(import.meta.url, '<id> --context --json', io)}    the exact messages that will be sent
-       ${commandFor(import.meta.url, '<id> --context --budget=4000 --recent=1', io)}    the same under other settings
-       ${commandFor(import.meta.url, '<id> --context --question="…"', io)}    customer notes ranked for that question
+  return `${usageLines(
+    import.meta.url,
+    [
+      ['', 'list recent conversations'],
+      ['<id>', 'every stored message, turn by turn, with tokens'],
+      ['<id> --json', 'the whole stored conversation as one JSON object'],
+      ['<id> --context', 'what the model will see with the next question, and why'],
+      ['<id> --context --json', 'the exact messages that will be sent'],
+      ['<id> --context --budget=4000 --recent=1', 'the same under other settings'],
+      ['<id> --context --question="…"', 'customer notes ranked for that question'],
+    ],
+    io,
+  )}
 
 --budget and --recent default to MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2);
 the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).
 This is an operator's tool: it shows any customer's conversation, and whose it is.`;
 }
 
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values, positionals } = parseFlags({
     args: io.args,
@@ -62,10 +70,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const configured = memoryBudget(io.env);
   const notesMaxChars = notesBudget(io.env);
   const budget: MemoryBudget = {
-    maxChars:
-      values.budget === undefined ? configured.maxChars : wholeNumber(values.budget, '--budget'),
-    recentTurns:
-      values.recent === undefined ? configured.recentTurns : wholeNumber(values.recent, '--recent'),
+    maxChars: wholeNumber(values.budget, '--budget', configured.maxChars),
+    recentTurns: wholeNumber(values.recent, '--recent', configured.recentTurns),
   };
   await checkFullDatabase(); // read-only: never creates tables
   if (positionals.length === 0) return listRecent(io);
@@ -90,14 +96,6 @@ export async function main(io: ScriptIo): Promise<number | void> {
   if (values.json)
     return void io.log(printableJson(exportConversation(conversation, rows, history), 2));
   io.log(turnsView(conversation, shownMessages(rows)).join('\n'));
-}
-
-function wholeNumber(value: string, flag: string): number {
-  if (!/^[1-9]\d{0,8}$/.test(value))
-    throw new UsageError(
-      `${flag} must be a whole number from 1 to 999999999 (got "${printable(value, { singleLine: true })}").`,
-    );
-  return Number(value);
 }
 
 async function listRecent(io: ScriptIo): Promise<void> {

@@ -2,9 +2,9 @@
 import {
   parseFlags,
   runMain,
+  type ScriptIo,
   startedDirectly,
   UsageError,
-  type ScriptIo,
 } from '../../shared/cli.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { lookUpCustomer } from '../session.ts';
@@ -12,15 +12,18 @@ import { checkFullDatabase } from './store/ensure-tables.ts';
 import { allNotes } from './notes/notes-queries.ts';
 import { notesView } from './notes/notes-view.ts';
 
+const VIEWER = new URL('./show-conversation.ts', import.meta.url);
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '--customer=<email>', io)}
 
 Lists one customer's notes, expired ones too: what they asked Nimbus to remember, when, in which
 conversation, when a question last needed it, and until when it applies. This is an operator's
-tool. show-conversation.ts <id> --context shows which notes go with a question, and why.`;
+tool. Which notes go with a question, and why:
+  ${commandFor(VIEWER, '<id> --context --question="…"', io)}`;
 }
 
-export async function main(io: ScriptIo): Promise<void> {
+/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({ args: io.args, options: { customer: { type: 'string' } } });
   if (values.customer === undefined)
     throw new UsageError('Say whose notes to list: --customer=<email>.');

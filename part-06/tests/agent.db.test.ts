@@ -307,7 +307,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       dropped: 0,
       chars: 2, // "[]": no earlier turns
       max_chars: 12_000,
-      summary: '0 earlier turns — 0 full, 0 compacted, 0 dropped — 2 of 12,000 chars',
+      summary: 'nothing earlier (a new conversation)',
     });
     expect(events[2]).toMatchObject({
       step: 1,

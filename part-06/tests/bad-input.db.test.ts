@@ -61,7 +61,7 @@ describe('a database that cannot be reached', () => {
     [
       'wrong port',
       { DB_HOST: '127.0.0.1', DB_PORT: '9' },
-      'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.',
+      'Cannot reach MySQL at 127.0.0.1:9 (ECONNREFUSED). Start the database server (none yet? the Requirements in README.md at the repository root start one in one line), or check DB_HOST and DB_PORT in .env.',
     ],
     [
       'wrong password',

@@ -8,6 +8,7 @@ import {
   DEFAULT_BUDGET as budget,
   interruptedAnswer,
   splitIntoTurns,
+  turnChars,
   type Context,
 } from '../context.ts';
 import { randomConversation } from './random-conversations.ts';
@@ -100,10 +101,19 @@ describe('buildContext', () => {
 
   it('closes a turn cut short after its question, so no question follows a question', () => {
     const context = buildContext([user('Where is 1042?'), ...turn(2)]);
-    const note = { role: 'assistant', content: interruptedAnswer([user('Where is 1042?')]) };
+    const note: Message = {
+      role: 'assistant',
+      content: interruptedAnswer([user('Where is 1042?')]),
+    };
     expect(note.content).toBe('(This answer was interrupted. Done before that: nothing.)');
     expect(context.messages.slice(0, 2)).toEqual([user('Where is 1042?'), note]);
-    expect(context.turns[0].turn).toEqual([user('Where is 1042?'), note]);
+    // The note is sent, never stored: the turn and its stored size are what the table holds.
+    expect(context.turns[0]).toMatchObject({
+      turn: [user('Where is 1042?')],
+      sent: [user('Where is 1042?'), note],
+      storedChars: turnChars([user('Where is 1042?')]),
+      sentChars: turnChars([user('Where is 1042?'), note]),
+    });
     expect(context.chars).toBe(JSON.stringify([[user('Where is 1042?'), note], turn(2)]).length);
   });
 

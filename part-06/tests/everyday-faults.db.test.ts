@@ -314,6 +314,23 @@ describe('the help-center index at the full chat’s start', () => {
   });
 });
 
+describe('the help-center index at the core chat’s start', () => {
+  it('says once when it was built by another model, as Part 5 does, then nothing once rebuilt', async () => {
+    await query(
+      "UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1",
+    );
+    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    expect(run.stdout).toContain(
+      'The help-center index was built with some-other-model, not fake-embedding-001, so search uses keywords until you rebuild it: npx tsx part-06/build-index.ts',
+    );
+    expect(run.code).toBe(0);
+    const built = await runScript(script('build-index.ts'), [], { env });
+    expect(built.code).toBe(0);
+    const after = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    expect(after.stdout).not.toContain('help-center');
+  });
+});
+
 describe('a conversation deleted while its full chat is open', () => {
   it('is never written again: the chat says so and goes on in a new conversation', async () => {
     fake.reply({ text: 'First answer.' }, { text: 'Second answer.' });

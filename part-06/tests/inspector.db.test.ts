@@ -191,7 +191,7 @@ describe('show-conversation --context, turn by turn', () => {
     try {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
       const shown = await shownContext(id, memoryBudget());
-      expect(shown).toContain('(budget 700 chars, the last 1 turn full):');
+      expect(shown).toContain('(budget 700 chars, the newest turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
         expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
       );
@@ -347,4 +347,25 @@ describe('show-conversation <id>, the core’s and going further’s', () => {
     expect(run.stderr.split('\n')[0]).toBe(message);
     expect(run.stderr).toContain(`Usage: npx tsx part-06/${script}`);
   });
+
+  it.each(['show-conversation.ts', 'going-further/show-conversation.ts'])(
+    '%s --help lists its ways to run it with what each does in one column',
+    async (script) => {
+      const run = await runScript(
+        fileURLToPath(new URL(`../${script}`, import.meta.url)),
+        ['--help'],
+        {
+          env,
+        },
+      );
+      expect(run.code).toBe(0);
+      const forms = run.stdout.split('\n').filter((line) => /^(Usage: | {7})npx tsx /.test(line));
+      expect(forms.length).toBeGreaterThanOrEqual(3);
+      // Where each line's description starts: after the command and at least two spaces.
+      const columns = forms.map(
+        (line) => /^.*?npx tsx \S+(?: \S+)*? {2,}(?=\S)/.exec(line)![0].length,
+      );
+      expect(new Set(columns).size, forms.join('\n')).toBe(1);
+    },
+  );
 });

@@ -236,6 +236,28 @@ describe('commands that only read', () => {
       await expect(checkFullDatabase()).resolves.toBeUndefined();
     });
   });
+
+  it("going further's column is its own: the chapter's messages table has no storage_note, going further's setup adds it and its read-only commands say so", async () => {
+    await onItsOwnDatabase(async (name) => {
+      const columns = () =>
+        query<Array<{ name: string }>>(
+          "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ? AND table_name = 'messages'",
+          [name],
+        ).then((rows) => rows.map((row) => row.name));
+      await ensureDatabase(() => {});
+      expect(await columns()).not.toContain('storage_note');
+      const lines: string[] = [];
+      await ensureFullDatabase((line) => lines.push(line));
+      expect(lines).toContain(
+        `Database "${name}": adding messages.storage_note, what a message lost to be stored.`,
+      );
+      expect(await columns()).toContain('storage_note');
+      await query('ALTER TABLE messages DROP COLUMN storage_note');
+      await expect(checkFullDatabase()).rejects.toThrow(
+        `Database "${name}" has no messages.storage_note column yet: a first run of the chat adds it (npx tsx part-06/going-further/chat.ts).`,
+      );
+    });
+  });
 });
 
 describe('setup.ts resets, and only when told to', () => {

@@ -62,8 +62,9 @@ export function chapterDiff(
 }
 
 /**
- * The code files in the order the chapter's README lists them under "What changed", group by group
- * ("### The core, in reading order", "### Going further"): the reading path the chapter chose. Without
+ * The code files in the order the chapter's README lists them: group by group under "What changed"
+ * ("### The core, in reading order"), then the rows of the "### Files" table in its "## Going further"
+ * section, if it has one, as the group "Going further": the reading path the chapter chose. Without
  * such groups, or for a file the README does not name, `codeOrder` decides.
  */
 function readingPath(
@@ -72,25 +73,52 @@ function readingPath(
 ): Array<{ title: string; files: string[]; shared: string[] }> {
   const readme = path.join(ROOT_DIR, toDir, 'README.md');
   const text = existsSync(readme) ? readFileSync(readme, 'utf8') : '';
-  const changes =
-    /^## What changed since Part \d+\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(text)?.[1] ?? '';
-  const sections = changes
+  const group = (title: string, named: string[]) => ({
+    title,
+    files: named.filter((file) => codeOrder.includes(file)),
+    shared: named.filter((file) => file.startsWith('shared/')),
+  });
+  const sections = h2(text, /^What changed since Part \d+$/)
     .split(/^### /m)
     .slice(1)
-    .map((block) => {
-      const named = [...block.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)].flatMap((match) =>
-        [...match[1].matchAll(/`([^`]+)`/g)].map((name) => name[1]),
-      );
-      return {
-        title: block.slice(0, block.indexOf('\n')).trim(),
-        files: named.filter((file) => codeOrder.includes(file)),
-        shared: named.filter((file) => file.startsWith('shared/')),
-      };
-    });
+    .map((block) => group(block.slice(0, block.indexOf('\n')).trim(), bulletNames(block)));
+  const layer = goingFurtherFiles(text);
+  if (layer.length) sections.push(group('Going further', layer));
   if (sections.length === 0) return [{ title: '', files: codeOrder, shared: [] }];
   const named = new Set(sections.flatMap((section) => section.files));
   sections.at(-1)!.files.push(...codeOrder.filter((file) => !named.has(file)));
   return sections;
+}
+
+/** The body of a README's "## Heading" section, up to the next "## " ('' when it has none). */
+export function h2(markdown: string, heading: RegExp): string {
+  const lines = markdown.split('\n');
+  const start = lines.findIndex((line) => line.startsWith('## ') && heading.test(line.slice(3)));
+  if (start === -1) return '';
+  const end = lines.findIndex((line, i) => i > start && line.startsWith('## '));
+  return lines.slice(start + 1, end === -1 ? undefined : end).join('\n');
+}
+
+/** The names a list of changes gives at the start of its bullets: "- `a.ts`, `b.ts` — …". */
+export function bulletNames(markdown: string): string[] {
+  return [...markdown.matchAll(/^- (`[^`]+`(?:, `[^`]+`)*)/gm)].flatMap((match) =>
+    [...match[1].matchAll(/`([^`]+)`/g)].map((name) => name[1]),
+  );
+}
+
+/** The files of a table, by the name in each row's first cell: "| `a.ts` | … |". */
+export function tableFiles(markdown: string): string[] {
+  return [...markdown.matchAll(/^\| `([^`]+)`/gm)].map((match) => match[1]);
+}
+
+/**
+ * The files the "### Files" table of a README's "## Going further" section lists, in its order: going
+ * further's files are listed there, after the chapter, not among the chapter's.
+ */
+export function goingFurtherFiles(markdown: string): string[] {
+  const section = h2(markdown, /^Going further$/);
+  const files = /^### Files\n([\s\S]*?)(?=^##+ |(?![\s\S]))/m.exec(section)?.[1] ?? '';
+  return tableFiles(files);
 }
 
 /** e.g. "Chapter 6: 2 code files changed — schema.sql, chat.ts. 5 README and test files left out; add --all to see them." */
@@ -191,7 +219,10 @@ function dependenciesFirst(files: string[], importsOf: (file: string) => string[
   return order;
 }
 
-/** `diff -u` of one file, labelled part-05/x.ts and part-06/x.ts; a missing side is read as empty, like `diff -N`. */
+/**
+ * `diff -u` of one file, labelled part-05/x.ts and part-06/x.ts; a missing side is read as empty, like
+ * `diff -N`, and labelled /dev/null, as git and diff label a file that is new or removed.
+ */
 function unifiedDiff(
   fromDir: string,
   toDir: string,
@@ -206,9 +237,9 @@ function unifiedDiff(
     [
       '-u',
       '--label',
-      `${fromDir}/${file}`,
+      inOlder ? `${fromDir}/${file}` : '/dev/null',
       '--label',
-      `${toDir}/${file}`,
+      inNewer ? `${toDir}/${file}` : '/dev/null',
       side(fromDir, inOlder),
       side(toDir, inNewer),
     ],

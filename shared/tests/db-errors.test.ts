@@ -21,7 +21,7 @@ describe('explainDatabaseError', () => {
   it.each([
     [
       'ECONNREFUSED',
-      'Cannot reach MySQL at 127.0.0.1:3407 (ECONNREFUSED). Start the database server, or check DB_HOST and DB_PORT in .env.',
+      'Cannot reach MySQL at 127.0.0.1:3407 (ECONNREFUSED). Start the database server (none yet? the Requirements in README.md at the repository root start one in one line), or check DB_HOST and DB_PORT in .env.',
     ],
     // A frozen server accepts the connection and never answers: "start the server" would mislead.
     [

@@ -21,11 +21,20 @@ const source = (part: number, file: string) =>
 const isExtra = (file: string) =>
   file === 'README.md' || file === 'scenarios.json' || file.startsWith('tests/');
 
-/** The diff of one file: everything from its `--- part-NN/file` line up to the next file's. */
-function section(text: string, from: number, file: string): string {
-  const found = text
-    .split(/^(?=--- part-\d\d\/)/m)
-    .find((part) => part.startsWith(`--- ${folder(from)}/${file}\n`));
+/**
+ * The diff of one file: everything from its `--- part-NN/file` line (`--- /dev/null` when the file is new)
+ * up to the next file's, found by its name on either label.
+ */
+function section(text: string, part: number, file: string): string {
+  const found = text.split(/^(?=--- (?:part-\d\d\/|\/dev\/null\n))/m).find((diff) =>
+    diff
+      .split('\n')
+      .slice(0, 2)
+      .some(
+        (label) =>
+          label === `--- ${folder(part)}/${file}` || label === `+++ ${folder(part)}/${file}`,
+      ),
+  );
   if (!found) throw new Error(`${file} is not in the diff`);
   return found;
 }
@@ -96,10 +105,10 @@ describe("each chapter's diff", () => {
 describe('chapterDiff', () => {
   it('shows a new file in full, every line an addition', () => {
     expect(existsSync(path.join(ROOT_DIR, 'part-05', 'context.ts'))).toBe(false);
-    const [minus, plus, hunk, ...body] = section(chapterDiff(5, 6).text, 5, 'context.ts').split(
+    const [minus, plus, hunk, ...body] = section(chapterDiff(5, 6).text, 6, 'context.ts').split(
       '\n',
     );
-    expect([minus, plus]).toEqual(['--- part-05/context.ts', '+++ part-06/context.ts']);
+    expect([minus, plus]).toEqual(['--- /dev/null', '+++ part-06/context.ts']);
     expect(hunk).toMatch(/^@@ -0,0 \+1(,\d+)? @@$/);
     expect(body.join('\n')).toBe(wholeFile(source(6, 'context.ts'), '+'));
   });
@@ -108,7 +117,7 @@ describe('chapterDiff', () => {
     const [minus, plus, hunk, ...body] = section(chapterDiff(6, 5).text, 6, 'context.ts').split(
       '\n',
     );
-    expect([minus, plus]).toEqual(['--- part-06/context.ts', '+++ part-05/context.ts']);
+    expect([minus, plus]).toEqual(['--- part-06/context.ts', '+++ /dev/null']);
     expect(hunk).toMatch(/^@@ -1(,\d+)? \+0,0 @@$/);
     expect(body.join('\n')).toBe(wholeFile(source(6, 'context.ts'), '-'));
   });

@@ -232,14 +232,17 @@ describe('every script', () => {
       // A script run in-process (main(io)) reads its arguments from io, and writes its usage for where it was typed.
       if (/^export async function main\(io: ScriptIo\)/m.test(source)) {
         expect(source).toMatch(/parseFlags\(\{\s+args: io\.args,/);
+        // usageLines (shared/hints.ts) writes each of its lines with commandFor.
         expect(source).toMatch(
-          /^export function usage\(io: ScriptIo\): string \{\n {2}return `Usage: \$\{commandFor\(import\.meta\.url/m,
+          /^export function usage\(io: ScriptIo\): string \{\n {2}return `(Usage: \$\{commandFor|\$\{usageLines)\(import\.meta\.url/m,
         );
         expect(source).toMatch(
           /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$/m,
         );
       } else {
-        expect(source).toMatch(/^const USAGE = `Usage: \$\{commandFor\(import\.meta\.url/m);
+        expect(source).toMatch(
+          /^const USAGE = `(Usage: \$\{commandFor|\$\{usageLines)\(import\.meta\.url/m,
+        );
         expect(source).toMatch(/^}, USAGE\);$/m);
       }
     },

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ROOT_DIR } from '../config.ts';
-import { commandFor, displayPath } from '../hints.ts';
+import { commandFor, displayPath, usageLines } from '../hints.ts';
 
 const PART_06 = path.join(ROOT_DIR, 'part-06');
 const CHAT = new URL('../../part-06/chat.ts', import.meta.url);
@@ -58,5 +58,23 @@ describe.each([
     vi.stubEnv('npm_lifecycle_event', 'test');
     vi.stubEnv('INIT_CWD', ROOT_DIR);
     expect(commandFor(CHAT)).toBe(`npx tsx ${prefix}chat.ts`);
+  });
+});
+
+describe('usageLines', () => {
+  it.each([
+    ['the repository root', ROOT_DIR, 'part-06/'],
+    ['the part folder', PART_06, ''],
+  ])('typed in %s: one command per line, what each does in one column', (_, dir, prefix) => {
+    startedAs(dir, CHAT);
+    const text = usageLines(new URL('./show-conversation.ts', CHAT), [
+      ['<id>', 'one'],
+      ['<id> --context --budget=4000 --recent=1', 'two'],
+    ]);
+    const command = `npx tsx ${prefix}show-conversation.ts <id> --context --budget=4000 --recent=1`;
+    expect(text.split('\n')).toEqual([
+      `Usage: ${`npx tsx ${prefix}show-conversation.ts <id>`.padEnd(command.length)}  one`,
+      `       ${command}  two`,
+    ]);
   });
 });

@@ -36,6 +36,28 @@ function section(markdown: string, heading: RegExp): string {
   return lines.slice(start + 1, end === -1 ? undefined : end).join('\n');
 }
 
+/**
+ * The files a README's "## Going further" section lists in its "### Files" table: a part's going-further/
+ * files are listed there, after the chapter, and not in the chapter's own lists.
+ */
+function goingFurtherTable(markdown: string): string[] {
+  const lines = section(markdown, /^## Going further$/).split('\n');
+  const start = lines.indexOf('### Files');
+  if (start === -1) return [];
+  const end = lines.findIndex((line, i) => i > start && line.startsWith('#'));
+  const table = lines.slice(start + 1, end === -1 ? undefined : end).join('\n');
+  return [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
+}
+
+const inLayer = (file: string) => file.startsWith('going-further/');
+
+/** A text's lines without their indentation, blank ones left out. */
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+
 /** Commands a learner copies: lines of ```bash blocks that run Nimbus (npx tsx …, npm run …), without placeholders. */
 function commands(markdown: string): string[] {
   const blocks = [...markdown.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]);
@@ -134,11 +156,13 @@ function changedFiles(a: string, b: string): string[] {
 }
 
 describe.each(PARTS.slice(1).map((part, i) => [PARTS[i], part]))('%s → %s', (before, after) => {
-  it('changes exactly the files its README lists under "What changed" (tests/ as one entry)', () => {
+  it('changes exactly the files its README lists under "What changed" (tests/ as one entry), going further\'s in its own section', () => {
     const changed = changedFiles(path.join(ROOT_DIR, before), path.join(ROOT_DIR, after))
       .filter((file) => file !== 'README.md')
       // Each folder of tests counts as one entry: tests/, going-further/tests/.
       .map((file) => file.replace(/^((?:.*\/)?tests\/).*$/, '$1'));
+    const layer = goingFurtherTable(readme(after)).filter((file) => !file.startsWith('shared/'));
+    expect([...new Set(layer)].sort()).toEqual(changed.filter(inLayer).sort());
     const listed = section(readme(after), /^## What changed since Part \d+$/);
     expect(listed, `${after}/README.md needs a "## What changed since Part N" section`).not.toBe(
       '',
@@ -148,7 +172,8 @@ describe.each(PARTS.slice(1).map((part, i) => [PARTS[i], part]))('%s → %s', (b
     );
     // A group may also name code in shared/ it relies on (npm run diff lists it): no part's file.
     const ownFiles = mentioned.filter((file) => !file.startsWith('shared/'));
-    expect([...new Set(ownFiles)].sort()).toEqual([...new Set(changed)].sort());
+    const chapter = changed.filter((file) => !inLayer(file));
+    expect([...new Set(ownFiles)].sort()).toEqual([...new Set(chapter)].sort());
   });
 });
 
@@ -192,14 +217,42 @@ describe('every part', () => {
     },
   );
 
-  it.each(PARTS)('%s/README.md lists every file of the part in its Files table', (part) => {
-    // Files in folders too (part-06/going-further/…), by their path in the part; not the tests.
-    const files = readdirSync(path.join(ROOT_DIR, part), { recursive: true, encoding: 'utf8' })
-      .map((name) => name.split(path.sep).join('/'))
-      .filter((name) => statSync(path.join(ROOT_DIR, part, name)).isFile())
-      .filter((name) => name !== 'README.md' && !/(^|\/)tests\//.test(name));
-    const table = section(readme(part), /^## Files$/);
-    const listed = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
-    expect(listed.sort()).toEqual(files.sort());
-  });
+  it.each(PARTS)(
+    '%s/README.md shows code only as it is: each excerpt is copied from the file it names',
+    (part) => {
+      const text = readme(part);
+      // An excerpt follows a line that names its file: "From `context.ts`:".
+      const excerpts = [...text.matchAll(/From `([^`]+)`:\n\n```(?:ts|sql)\n([\s\S]*?)```/g)];
+      const typescript = [...text.matchAll(/```ts\n/g)];
+      expect(
+        excerpts.length,
+        'every ts block is an excerpt that names its file',
+      ).toBeGreaterThanOrEqual(typescript.length);
+      for (const [, file, excerpt] of excerpts) {
+        const source = lines(readFileSync(path.join(ROOT_DIR, part, file), 'utf8'));
+        // A line "// …" (or "-- …") stands for lines left out; each piece around it is copied whole.
+        // Lines are compared without their indentation, which prettier takes off a piece of a function.
+        for (const piece of excerpt.split(/^\s*(?:\/\/|--) …\n/m).map(lines)) {
+          const found = source.some((_, i) => piece.every((line, j) => source[i + j] === line));
+          expect(found, `not in ${part}/${file}:\n${piece.join('\n')}`).toBe(true);
+        }
+      }
+    },
+  );
+
+  it.each(PARTS)(
+    "%s/README.md lists every file of the part in its Files table, going further's in its own section",
+    (part) => {
+      // Files in folders too (part-06/going-further/…), by their path in the part; not the tests.
+      const files = readdirSync(path.join(ROOT_DIR, part), { recursive: true, encoding: 'utf8' })
+        .map((name) => name.split(path.sep).join('/'))
+        .filter((name) => statSync(path.join(ROOT_DIR, part, name)).isFile())
+        .filter((name) => name !== 'README.md' && !/(^|\/)tests\//.test(name));
+      const table = section(readme(part), /^## Files$/);
+      const listed = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
+      expect(listed.sort()).toEqual(files.filter((file) => !inLayer(file)).sort());
+      const layer = goingFurtherTable(readme(part)).filter((file) => !file.startsWith('shared/'));
+      expect(layer.sort()).toEqual(files.filter(inLayer).sort());
+    },
+  );
 });

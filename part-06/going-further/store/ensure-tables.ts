@@ -30,11 +30,20 @@ export async function checkFullDatabase(): Promise<void> {
   const missing = [...TABLES, ...FILES.flatMap(([, tables]) => tables)].filter(
     (table) => !existing.has(table),
   );
-  if (missing.length === 0) return;
   const chat = commandFor(new URL('../chat.ts', import.meta.url));
-  throw new DatabaseError(
-    `Database "${database}" has no ${missing.join(' or ')} table yet: a first run of the chat creates ${missing.length === 1 ? 'it' : 'them'} (${chat}).`,
+  if (missing.length)
+    throw new DatabaseError(
+      `Database "${database}" has no ${missing.join(' or ')} table yet: a first run of the chat creates ${missing.length === 1 ? 'it' : 'them'} (${chat}).`,
+    );
+  // The chapter's own reset creates messages without going further's column.
+  const [noted] = await query<unknown[]>(
+    "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'messages' AND column_name = 'storage_note'",
+    [database],
   );
+  if (!noted)
+    throw new DatabaseError(
+      `Database "${database}" has no messages.storage_note column yet: a first run of the chat adds it (${chat}).`,
+    );
 }
 
 /**
@@ -63,14 +72,16 @@ export async function ensureFullDatabase(
 function createdMeanwhile(error: unknown): boolean {
   const cause = (error as { cause?: unknown }).cause ?? error;
   const { errno } = cause as { errno?: number };
-  // 1304: function exists; 1050: table exists; 1062: duplicate row; 1213: deadlock or certification conflict.
-  return errno === 1304 || errno === 1050 || errno === 1062 || errno === 1213;
+  // 1304: function exists; 1050: table exists; 1060: column exists; 1062: duplicate row; 1213: deadlock
+  // or certification conflict.
+  return [1304, 1050, 1060, 1062, 1213].includes(errno ?? 0);
 }
 
 async function setUp(log: (line: string) => void, llm?: LlmSettings | ConfigError): Promise<void> {
   await ensureDatabase(log, llm);
   await withSetupConnection(async (db, database) => {
     await upgradeMessages(db, database, log);
+    await addStorageNotes(db, database, log);
     await guardOpenTickets(db, database, log);
     const [rows] = await db.query<mysql.RowDataPacket[]>(
       'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?',
@@ -121,6 +132,27 @@ async function upgradeMessages(
     'ALTER TABLE messages MODIFY seq INT UNSIGNED NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (conversation_id, seq), DROP COLUMN id',
   );
   await db.query('ALTER TABLE messages DROP INDEX idx_messages_conversation');
+}
+
+/** messages.storage_note: what had to change for a message to be stored (storable.ts), if anything. */
+async function addStorageNotes(
+  db: mysql.Connection,
+  database: string,
+  log: (line: string) => void,
+): Promise<void> {
+  if (await hasColumn(db, database, 'messages', 'storage_note')) return;
+  log(`Database "${database}": adding messages.storage_note, what a message lost to be stored.`);
+  await db.query(
+    'ALTER TABLE messages ADD COLUMN storage_note VARCHAR(255) NULL AFTER output_tokens',
+  );
+}
+
+async function hasColumn(db: mysql.Connection, database: string, table: string, column: string) {
+  const [columns] = await db.query<mysql.RowDataPacket[]>(
+    'SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = ? AND column_name = ?',
+    [database, table, column],
+  );
+  return columns.length > 0;
 }
 
 /**

@@ -13,6 +13,7 @@
 //   own after the other's, its question repeated: turns never mix, and nothing a tool did is lost.
 import { isDeepStrictEqual } from 'node:util';
 import type { ResultSetHeader } from 'mysql2';
+import type { PoolConnection } from 'mysql2/promise';
 import { CommitUnknown, DatabaseError, query, withTransaction } from '../../../shared/db.ts';
 import type { MemoryBudget } from '../../context.ts';
 import {
@@ -184,10 +185,31 @@ async function insertStep(
       ]);
     }
     await insertMessages(db, conversation.id, lastSeq + 1, rows);
+    await noteChanges(db, conversation.id, lastSeq + 1, rows);
     // Their words, for search_past_conversations: stored with the messages, or not at all.
     const messages = rows.map((row) => row.message);
     await indexMessages(db, conversation.customerId, conversation.id, lastSeq + 1, messages);
   });
+}
+
+/**
+ * What storable() had to change, beside the message it changed: storage_note is going further's column
+ * (database-setup.ts adds it), so the chapter's insert leaves it out and this fills it in, rarely.
+ */
+async function noteChanges(
+  db: PoolConnection,
+  conversationId: string,
+  firstSeq: number,
+  rows: Array<{ note?: string }>,
+): Promise<void> {
+  for (const [i, { note }] of rows.entries()) {
+    if (!note) continue;
+    await db.query('UPDATE messages SET storage_note = ? WHERE conversation_id = ? AND seq = ?', [
+      note,
+      conversationId,
+      firstSeq + i,
+    ]);
+  }
 }
 
 async function exists(conversationId: string): Promise<boolean> {
