@@ -47,12 +47,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
   );
   if (problem && !values.quiet) io.error(dim(problem, io.stderr));
 
-  const result = await runAgent(question, customer, {
-    llm,
-    logDir,
-    quiet: values.quiet,
-    stderr: io.stderr,
-  });
+  const options = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
+  const result = await runAgent(question, customer, options);
   io.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   io.error(

@@ -13,7 +13,6 @@ Unchanged articles are skipped; changed ones replace their chunks; deleted ones 
 Then run ${commandFor(new URL('./build-index.ts', import.meta.url), '', io)} to embed the new chunks.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   parseFlags({ args: io.args, options: {} });
   await ensureDatabase(io.error, llmSettingsOrError(io.env));

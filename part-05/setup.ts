@@ -20,7 +20,6 @@ delete and asks; --yes confirms without asking.
 Every other command creates what is missing by itself: you only need this to start over.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
     args: io.args,

@@ -63,8 +63,7 @@ export interface AgentOptions {
   logDir: string;
   /** Hide the trace lines on the terminal. */
   quiet?: boolean;
-  /** Where the trace lines are shown: the entry script's stderr. */
-  stderr?: ScriptIo['stderr'];
+  stderr?: ScriptIo['stderr']; // where the trace lines are shown: the entry script's stderr
   onTraceLine?: (line: string) => void; // instead of stderr: going further's streamed answer
   /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;

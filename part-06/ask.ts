@@ -61,13 +61,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
     io.error(`Conversation ${requested} was not found; starting a new one.`);
   conversation ??= newConversation(customer.id);
 
-  const result = await runAgent(question, customer, conversation, {
-    llm,
-    logDir,
-    store,
-    quiet: values.quiet,
-    stderr: io.stderr,
-  });
+  const options = { llm, logDir, store, quiet: values.quiet, stderr: io.stderr };
+  const result = await runAgent(question, customer, conversation, options);
   io.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   io.error(

@@ -15,7 +15,6 @@ changed ones, and all of them after switching LLM_PROVIDER. Each batch is saved 
 stop it with Ctrl-C and run it again to continue.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   parseFlags({ args: io.args, options: {} });
   const llm = llmSettings(io.env);

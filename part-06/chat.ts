@@ -1,13 +1,7 @@
 // Chat with Nimbus in the terminal: every step is saved in MySQL, so a conversation can be resumed later.
 import readline from 'node:readline';
-import {
-  conversationId,
-  dim,
-  parseFlags,
-  runMain,
-  type ScriptIo,
-  startedDirectly,
-} from '../shared/cli.ts';
+import { conversationId, dim, parseFlags, runMain, startedDirectly } from '../shared/cli.ts';
+import type { ScriptIo } from '../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../shared/config.ts';
 import { DatabaseError } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
@@ -15,8 +9,8 @@ import { printable } from '../shared/text.ts';
 import { runAgent, type AgentOptions, type AgentResult } from './agent.ts';
 import { memoryBudget } from './context.ts';
 import { describeIndexStatus, indexStatus } from './embedding-index.ts';
-import { findConversation, newConversation, plainStore, type Conversation } from './memory.ts';
-import { describeCustomer, signIn, type Customer } from './session.ts';
+import { findConversation, newConversation, plainStore } from './memory.ts';
+import { describeCustomer, signIn } from './session.ts';
 import { ensureDatabase } from './setup-database.ts';
 
 export function usage(io: ScriptIo): string {
@@ -27,7 +21,6 @@ Chat as the customer in CUSTOMER_EMAIL (.env) or --customer; continue a conversa
 the trace lines.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
     args: io.args,
@@ -60,7 +53,9 @@ export async function main(io: ScriptIo): Promise<number | void> {
     io.log(`New conversation ${conversation.id}`);
   }
   io.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
-  await chatLoop(io, customer, conversation, options);
+  await chatLoop(io, (question, signal) =>
+    runAgent(question, customer, conversation, { ...options, signal }),
+  );
 
   // Only a saved conversation can be resumed, and only by its customer: a --customer goes in the hint.
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
@@ -71,9 +66,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
 /** Reads questions until exit or the end of the input; Ctrl-C cancels the one being answered. */
 async function chatLoop(
   io: ScriptIo,
-  customer: Customer,
-  conversation: Conversation,
-  options: AgentOptions,
+  ask: (question: string, signal: AbortSignal) => Promise<AgentResult>,
 ) {
   const rl = readline.createInterface({ input: io.stdin, output: io.stdout });
   let working: AbortController | undefined;
@@ -87,8 +80,7 @@ async function chatLoop(
     if (/^(exit|quit)$/i.test(question)) break;
     if (question) {
       working = new AbortController();
-      const signal = working.signal;
-      await answer(io, () => runAgent(question, customer, conversation, { ...options, signal }));
+      await answer(io, ask(question, working.signal));
       working = undefined;
     }
     rl.prompt();
@@ -98,9 +90,9 @@ async function chatLoop(
 }
 
 /** Prints one answer. A database problem is said in one line, and the chat goes on. */
-async function answer(io: ScriptIo, ask: () => Promise<AgentResult>): Promise<void> {
+async function answer(io: ScriptIo, answering: Promise<AgentResult>): Promise<void> {
   try {
-    const result = await ask();
+    const result = await answering;
     if (result.outcome === 'cancelled')
       io.log(dim('(Cancelled. The steps already done are saved.)'));
     else io.log(`Nimbus: ${printable(result.answer)}\n`);

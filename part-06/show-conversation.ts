@@ -3,11 +3,11 @@ import {
   conversationId,
   parseFlags,
   runMain,
-  type ScriptIo,
   startedDirectly,
   UsageError,
   wholeNumber,
 } from '../shared/cli.ts';
+import type { ScriptIo } from '../shared/cli.ts';
 import { usageLines } from '../shared/hints.ts';
 import { buildContext, memoryBudget, type MemoryBudget } from './context.ts';
 import { contextView, storedView } from './conversation-view.ts';
@@ -30,7 +30,6 @@ MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS (.env, else 12000 and 2). An operator's
 customer's conversation, and whose it is.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values, positionals } = parseFlags({
     args: io.args,

@@ -49,7 +49,6 @@ type Chat = {
   maxToolCalls: number;
 };
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
     args: io.args,

@@ -24,7 +24,6 @@ without asking. Questions being answered are waited for. Every other command cre
 by itself: you only need this to start over.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
     args: io.args,

@@ -41,7 +41,6 @@ the customer notes' budget is MEMORY_NOTES_MAX_CHARS (else 1500).
 This is an operator's tool: it shows any customer's conversation, and whose it is.`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values, positionals } = parseFlags({
     args: io.args,

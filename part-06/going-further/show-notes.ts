@@ -22,7 +22,6 @@ tool. Which notes go with a question, and why:
   ${commandFor(VIEWER, '<id> --context --question="…"', io)}`;
 }
 
-/** The script's work, given its arguments, settings and streams: a test can run it in-process. */
 export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({ args: io.args, options: { customer: { type: 'string' } } });
   if (values.customer === undefined)
