@@ -27,6 +27,13 @@ The cluster lives in CLUSTER_DIR (default: .cluster in the repository root).`;
 
 const COMMANDS = ['start', 'stop', 'status', 'restart'];
 
+/** How a restarted node caught up, from its error log. */
+const HOW: Record<Rejoin['transfer'], string> = {
+  IST: 'received the writes it missed (IST)',
+  SST: 'received a full copy of the data (SST)',
+  none: 'had missed nothing',
+};
+
 await runMain(async () => {
   const { positionals } = parseFlags({ options: {}, allowPositionals: true });
   const [command, ...nodes] = positionals;
@@ -87,12 +94,6 @@ async function status(dir: string): Promise<void> {
     console.log(`  node ${node.node}  127.0.0.1:${node.sqlPort}  ${pid}${state}`);
   }
 }
-
-const HOW: Record<Rejoin['transfer'], string> = {
-  IST: 'received the writes it missed (IST)',
-  SST: 'received a full copy of the data (SST)',
-  none: 'had missed nothing',
-};
 
 async function restart(dir: string, nodes: number[]): Promise<void> {
   const rejoins = await restartNodes(dir, nodes);
