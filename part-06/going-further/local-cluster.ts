@@ -98,13 +98,20 @@ export async function startCluster(
   if (!Number.isInteger(count) || count < 1 || count > 9)
     throw new ClusterError(`A local cluster has 1 to 9 nodes (asked for ${count}).`);
   dir = path.resolve(dir);
-  const programs = await checkPrerequisites();
   const running = readCluster(dir);
   if (running && runningNodes(running).length) return { ...running, alreadyRunning: true };
+  // A stopped cluster's folder is deleted below: not while another command is restarting a node.
+  const release = running ? takeNodeLocks(running, running.nodes) : () => {};
+  let programs: Programs;
   // mariadbd refuses to run as root, and rsync SST as root writes as `nobody`: as root, nodes run as mysql.
   const runAs = process.getuid?.() === 0 ? 'mysql' : undefined;
-  if (runAs) checkReachable(dir, runAs);
-  prepareFolder(dir, running, log);
+  try {
+    programs = await checkPrerequisites();
+    if (runAs) checkReachable(dir, runAs);
+    prepareFolder(dir, running, log);
+  } finally {
+    release(); // when the folder was deleted, its lock files went with it
+  }
 
   const started = Date.now();
   const info = await planCluster(dir, count, runAs);

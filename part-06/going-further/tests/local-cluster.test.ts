@@ -1,10 +1,16 @@
 // The local cluster's bookkeeping, without a cluster: a node is whatever process uses its datadir (never a pid written down), stop deletes no datadir in use, and two commands never change one node at once.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ClusterError, clusterStatus, restartNode, stopCluster } from '../local-cluster.ts';
+import {
+  ClusterError,
+  clusterStatus,
+  restartNode,
+  startCluster,
+  stopCluster,
+} from '../local-cluster.ts';
 
 let dir: string;
 const standIns: ChildProcess[] = [];
@@ -34,13 +40,12 @@ afterEach(() => {
 });
 
 /** A process using node `node`'s datadir as a mariadbd would (by its command line); resolves once it runs. */
-async function standIn(node: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [
-    '-e',
-    'setInterval(() => {}, 1e6)',
-    '--',
-    `--datadir=${path.join(dir, `node${node}`)}`,
-  ]);
+function standIn(node: number): Promise<ChildProcess> {
+  return startProcess(`--datadir=${path.join(dir, `node${node}`)}`);
+}
+
+async function startProcess(argument: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e6)', '--', argument]);
   standIns.push(child);
   await new Promise((resolve) => child.once('spawn', resolve));
   return child;
@@ -78,16 +83,18 @@ describe('the local cluster, whatever its state file says', () => {
     );
   });
 
-  it('stop and restart refuse a node another command is changing, and delete nothing', async () => {
-    const other = await standIn(3); // any live process: the command holding node 1's lock
-    const lock = path.join(dir, 'node1.lock');
+  it('stop, restart and start refuse a node another command is changing, and delete nothing', async () => {
+    const other = await startProcess('--restarting'); // the live command holding node 2's lock
+    const lock = path.join(dir, 'node2.lock');
     writeFileSync(lock, String(other.pid));
-    const busy = `Node 1 is being changed by another command (pid ${other.pid}): wait for it to finish, or delete ${lock} if no such command runs.`;
+    const busy = `Node 2 is being changed by another command (pid ${other.pid}): wait for it to finish, or delete ${lock} if no such command runs.`;
     await expect(stopCluster(dir)).rejects.toThrow(new ClusterError(busy));
-    await expect(restartNode(dir, 1)).rejects.toThrow(new ClusterError(busy));
-    expect(existsSync(path.join(dir, 'node1'))).toBe(true);
-    expect(other.exitCode).toBe(null); // node 3 was not stopped either: stop did nothing at all
-    expect(existsSync(path.join(dir, 'node2.lock'))).toBe(false); // what it took, it gave back
+    expect(existsSync(path.join(dir, 'node1.lock'))).toBe(false); // what it took, it gave back
+    await expect(restartNode(dir, 2)).rejects.toThrow(new ClusterError(busy));
+    // Nor does start delete this stopped cluster to make room for a new one.
+    await expect(startCluster(dir)).rejects.toThrow(new ClusterError(busy));
+    expect(existsSync(path.join(dir, 'node2'))).toBe(true);
+    expect(readFileSync(lock, 'utf8')).toBe(String(other.pid));
   });
 
   it('takes over a lock whose command died', async () => {
