@@ -30,7 +30,11 @@ export async function main(io: ScriptIo): Promise<number | void> {
     io.log(`Resetting database "${plan.database}" deletes ${listing(plan.losses)}.`);
     if (
       !values.yes &&
-      !(await confirmed('Type yes to delete and reset: ', commandFor(import.meta.url, '--yes', io)))
+      !(await confirmed(
+        'Type yes to delete and reset: ',
+        commandFor(import.meta.url, '--yes', io),
+        io,
+      ))
     ) {
       io.log('Nothing was changed.');
       return 1;

@@ -36,7 +36,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
       `Resetting database "${plan.database}" deletes ${listing(plan.losses)}, with their trace files.`,
     );
     const yes = commandFor(import.meta.url, '--yes', io);
-    if (!values.yes && !(await confirmed('Type yes to delete and reset: ', yes))) {
+    if (!values.yes && !(await confirmed('Type yes to delete and reset: ', yes, io))) {
       io.log('Nothing was changed.');
       return 1;
     }

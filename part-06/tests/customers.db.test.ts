@@ -152,7 +152,7 @@ describe('conversations belong to their customer', () => {
     await saveNote(1, mayas, 'Maya keeps this one.', null);
     for (const id of [...zoes, mayas])
       expect(existsSync(conversationTraceFile(logDir(), id))).toBe(true);
-    const run = await runScript(FORGET, ['--customer=Zoe.Mixed@Example.com'], { env });
+    const run = await runScript(FORGET, ['--customer=Zoe.Mixed@Example.com', '--yes'], { env });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n').at(-1)).toBe(
       'Deleted 2 conversations (4 messages) and 1 note of Zoe.Mixed@Example.com.',

@@ -26,7 +26,6 @@ export interface ClusterNode {
   /** Where this node's rsync daemon receives a full state transfer (SST): a copy of a whole datadir. */
   sstPort: number;
   datadir: string;
-  pid: number;
 }
 
 export interface ClusterInfo {
@@ -45,7 +44,8 @@ export interface ClusterInfo {
 export interface NodeStatus {
   node: number;
   sqlPort: number;
-  pid: number;
+  /** The process using the node's datadir now, found in /proc; undefined when none is. */
+  pid?: number;
   running: boolean;
   /** wsrep_local_state_comment: Synced, Joining, Donor/Desynced… Undefined if it did not answer. */
   state?: string;
@@ -72,6 +72,7 @@ export interface StopReport {
 }
 
 const HOST = '127.0.0.1';
+// Names the nodes, their ports and datadirs; written once by start, never a pid (see nodeProcesses).
 const STATE_FILE = 'cluster.json';
 const GALERA_LIBRARY = '/usr/lib/galera/libgalera_smm.so';
 const INSTALL_HINT = 'apt-get install galera-4 rsync mariadb-server';
@@ -97,13 +98,20 @@ export async function startCluster(
   if (!Number.isInteger(count) || count < 1 || count > 9)
     throw new ClusterError(`A local cluster has 1 to 9 nodes (asked for ${count}).`);
   dir = path.resolve(dir);
-  const programs = await checkPrerequisites();
   const running = readCluster(dir);
   if (running && runningNodes(running).length) return { ...running, alreadyRunning: true };
+  // A stopped cluster's folder is deleted below: not while another command is restarting a node.
+  const release = running ? takeNodeLocks(running, running.nodes) : () => {};
+  let programs: Programs;
   // mariadbd refuses to run as root, and rsync SST as root writes as `nobody`: as root, nodes run as mysql.
   const runAs = process.getuid?.() === 0 ? 'mysql' : undefined;
-  if (runAs) checkReachable(dir, runAs);
-  prepareFolder(dir, running, log);
+  try {
+    programs = await checkPrerequisites();
+    if (runAs) checkReachable(dir, runAs);
+    prepareFolder(dir, running, log);
+  } finally {
+    release(); // when the folder was deleted, its lock files went with it
+  }
 
   const started = Date.now();
   const info = await planCluster(dir, count, runAs);
@@ -111,8 +119,7 @@ export async function startCluster(
   log(`Initialising ${count} datadirs in ${dir}…`);
   await initialiseDatadirs(info, programs.installDb);
   log(`Starting ${count} nodes…`);
-  for (const node of info.nodes) node.pid = spawnNode(programs.mariadbd, info, node);
-  writeState(info);
+  for (const node of info.nodes) spawnNode(programs.mariadbd, info, node);
   try {
     await waitUntilSynced(info, info.nodes, () => count);
   } catch (error) {
@@ -129,8 +136,9 @@ export async function clusterStatus(dir: string): Promise<NodeStatus[] | undefin
   if (!info) return undefined;
   return Promise.all(
     info.nodes.map(async (node) => {
-      const base = { node: node.node, sqlPort: node.sqlPort, pid: node.pid };
-      if (!isNodeRunning(node)) return { ...base, running: false };
+      const pid = nodeProcesses(node)[0];
+      const base = { node: node.node, sqlPort: node.sqlPort, pid };
+      if (!pid) return { ...base, running: false };
       try {
         return { ...base, running: true, ...(await askWsrep(node.sqlPort)) };
       } catch (error) {
@@ -140,7 +148,11 @@ export async function clusterStatus(dir: string): Promise<NodeStatus[] | undefin
   );
 }
 
-/** Stops every node (SIGTERM, then SIGKILL after 30 s) and deletes `dir` with all the cluster's data. */
+/**
+ * Stops every node (SIGTERM, then SIGKILL after 30 s) and deletes `dir` with all the cluster's data.
+ * Nothing is deleted while any process still uses a datadir, or while another command is restarting
+ * a node: the nodes are found in /proc, not in a list that may be out of date.
+ */
 export async function stopCluster(dir: string): Promise<StopReport> {
   dir = path.resolve(dir);
   const info = readCluster(dir);
@@ -149,20 +161,29 @@ export async function stopCluster(dir: string): Promise<StopReport> {
     if (fs.existsSync(dir) && fs.readdirSync(dir).length === 0) fs.rmdirSync(dir);
     return { stopped: [], killed: [] };
   }
-  const running = runningNodes(info);
-  for (const node of running) signal(node, 'SIGTERM');
-  const stubborn = await waitForExit(running, STOP_LIMIT_MS);
-  for (const node of stubborn) signal(node, 'SIGKILL');
-  const survivors = await waitForExit(stubborn, 10_000);
-  if (survivors.length)
-    throw new ClusterError(`Node ${survivors[0].node} (pid ${survivors[0].pid}) would not stop.`);
-  const bytes = folderSize(dir);
-  fs.rmSync(dir, { recursive: true, force: true });
-  return {
-    stopped: running.map((n) => n.node),
-    killed: stubborn.map((n) => n.node),
-    removed: { dir, bytes },
-  };
+  const release = takeNodeLocks(info, info.nodes);
+  try {
+    const running = runningNodes(info);
+    for (const node of running) signal(node, 'SIGTERM');
+    const stubborn = await waitForExit(running, STOP_LIMIT_MS);
+    for (const node of stubborn) signal(node, 'SIGKILL');
+    await waitForExit(stubborn, 10_000);
+    // Every node checked again, not only those seen at first: one started meanwhile keeps its data.
+    const survivor = info.nodes.find((node) => nodeProcesses(node).length);
+    if (survivor)
+      throw new ClusterError(
+        `Node ${survivor.node} (pid ${nodeProcesses(survivor)[0]}) would not stop; nothing was deleted.`,
+      );
+    const bytes = folderSize(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+    return {
+      stopped: running.map((n) => n.node),
+      killed: stubborn.map((n) => n.node),
+      removed: { dir, bytes },
+    };
+  } finally {
+    release(); // after a deletion, there is nothing left to release
+  }
 }
 
 /** Kills node `node` (1 = the first) with SIGKILL, as a crash would: no clean shutdown, no goodbye. */
@@ -171,7 +192,9 @@ export async function killNode(dir: string, node: number): Promise<void> {
   if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
   signal(target, 'SIGKILL');
   if ((await waitForExit([target], 10_000)).length)
-    throw new ClusterError(`Node ${node} (pid ${target.pid}) is still running after SIGKILL.`);
+    throw new ClusterError(
+      `Node ${node} (pid ${nodeProcesses(target)[0]}) is still running after SIGKILL.`,
+    );
 }
 
 /**
@@ -181,25 +204,51 @@ export async function killNode(dir: string, node: number): Promise<void> {
  * missed (IST).
  */
 export async function restartNode(dir: string, node: number): Promise<Rejoin> {
+  return (await restartNodes(dir, [node]))[0];
+}
+
+/**
+ * Restarts several stopped nodes together (see restartNode), and waits until all are Synced. Nodes
+ * that went down together may have to come back together: a node left alone has lost its majority
+ * (quorum) and takes no writes, so one node back with it may still be too few to decide anything.
+ */
+export async function restartNodes(dir: string, nodes: number[]): Promise<Rejoin[]> {
   const info = readClusterOrFail(dir);
-  const target = nodeOf(info, node);
-  if (isNodeRunning(target)) throw new ClusterError(`Node ${node} is already running.`);
-  const { mariadbd } = await checkPrerequisites();
-  const started = Date.now();
-  const position = await recoverPosition(mariadbd, info, target);
-  const logFile = path.join(target.datadir, 'error.log');
-  const logStart = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0;
-  const extra = position ? [`--wsrep_start_position=${position}`] : [];
-  target.pid = spawnNode(mariadbd, info, target, extra);
-  writeState(info);
-  await waitUntilSynced(info, [target], () => runningNodes(info).length);
-  const newLines = fs.readFileSync(logFile).subarray(logStart).toString('utf8');
-  return {
-    node,
-    transfer: transferIn(newLines),
-    recoveredPosition: position,
-    ms: Date.now() - started,
-  };
+  const targets = [...new Set(nodes)].map((node) => nodeOf(info, node));
+  const release = takeNodeLocks(info, targets);
+  try {
+    for (const target of targets) {
+      const pid = nodeProcesses(target)[0];
+      if (pid) throw new ClusterError(`Node ${target.node} is already running (pid ${pid}).`);
+    }
+    const { mariadbd } = await checkPrerequisites();
+    const started = Date.now();
+    const positions = await Promise.all(
+      targets.map((target) => recoverPosition(mariadbd, info, target)),
+    );
+    const logs = targets.map((target) => path.join(target.datadir, 'error.log'));
+    const logStarts = logs.map((file) => (fs.existsSync(file) ? fs.statSync(file).size : 0));
+    targets.forEach((target, i) => {
+      const extra = positions[i] ? [`--wsrep_start_position=${positions[i]}`] : [];
+      spawnNode(mariadbd, info, target, extra);
+    });
+    // The size wanted is that of every node running now, counted again at each look: another
+    // command may be restarting a node at the same time, and this one waits for it too.
+    await waitUntilSynced(info, targets, () => runningNodes(info).length).catch((error) => {
+      const down = info.nodes.filter((node) => !isNodeRunning(node)).map((node) => node.node);
+      if (error instanceof ClusterError && down.length)
+        error.message += `\nNode${down.length === 1 ? '' : 's'} ${down.join(', ')} ${down.length === 1 ? 'is' : 'are'} down too: nodes that went down together may have to be restarted together, in one command.`;
+      throw error;
+    });
+    return targets.map((target, i) => ({
+      node: target.node,
+      transfer: transferIn(fs.readFileSync(logs[i]).subarray(logStarts[i]).toString('utf8')),
+      recoveredPosition: positions[i],
+      ms: Date.now() - started,
+    }));
+  } finally {
+    release();
+  }
 }
 
 /** `127.0.0.1:port,127.0.0.1:port,…`, node 1 first: the value for DB_HOSTS. */
@@ -295,7 +344,6 @@ async function planCluster(dir: string, count: number, runAs?: string): Promise<
     istPort: ports[i * 4 + 2],
     sstPort: ports[i * 4 + 3],
     datadir: path.join(dir, `node${i + 1}`),
-    pid: 0,
   }));
   const clusterName = `nimbus-${randomUUID().slice(0, 8)}`;
   return {
@@ -453,7 +501,7 @@ function nodeArgs(info: ClusterInfo, node: ClusterNode): string[] {
 
 /**
  * Starts mariadbd detached (its own process group, output to a file, not waited for), so the node
- * lives on after the command that started it exits. Returns its pid.
+ * lives on after the command that started it exits. Its pid is not written down: nodeProcesses finds it.
  */
 function spawnNode(mariadbd: string, info: ClusterInfo, node: ClusterNode, extra: string[] = []) {
   const output = fs.openSync(path.join(info.dir, `node${node.node}.out`), 'a');
@@ -465,7 +513,6 @@ function spawnNode(mariadbd: string, info: ClusterInfo, node: ClusterNode, extra
   child.on('error', () => {}); // a failed start is seen below, or when the node never answers
   child.unref();
   if (child.pid === undefined) throw new ClusterError(`Could not start ${mariadbd}.`);
-  return child.pid;
 }
 
 /** Runs `mariadbd --wsrep-recover`: InnoDB recovers and prints the last committed position. */
@@ -498,34 +545,104 @@ function transferIn(log: string): Rejoin['transfer'] {
 }
 
 /**
- * Is this node's mariadbd alive? The pid alone is not enough: after a reboot it may belong to another
- * program, which we must never signal. So the process must be a mariadbd with this node's datadir
- * (a zombie's command line is empty, so a crashed child not yet reaped counts as dead).
+ * The processes using this node's datadir (its mariadbd, or a --wsrep-recover run), looked up in /proc
+ * each time rather than remembered: a pid written down goes stale when the node dies or another
+ * command restarts it, and after a reboot it may belong to another program, which we must never
+ * signal. A zombie's command line is empty, so a crashed child not yet reaped counts as gone.
  */
-function isNodeRunning(node: ClusterNode): boolean {
-  if (!node.pid) return false;
+function nodeProcesses(node: ClusterNode): number[] {
+  const wanted = `--datadir=${node.datadir}`;
+  return fs
+    .readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => commandLine(Number(pid)).includes(wanted))
+    .map(Number);
+}
+
+function commandLine(pid: number): string[] {
   try {
-    return fs
-      .readFileSync(`/proc/${node.pid}/cmdline`, 'utf8')
-      .split('\0')
-      .includes(`--datadir=${node.datadir}`);
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
   } catch {
-    return false;
+    return []; // it exited meanwhile
   }
 }
 
-/** Sends `name` to the node's process if it is still this node's mariadbd (it may just have exited). */
+function isNodeRunning(node: ClusterNode): boolean {
+  return nodeProcesses(node).length > 0;
+}
+
+/** Sends `name` to every process using the node's datadir (one may just have exited). */
 function signal(node: ClusterNode, name: NodeJS.Signals): void {
-  if (!isNodeRunning(node)) return;
-  try {
-    process.kill(node.pid, name);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  for (const pid of nodeProcesses(node)) {
+    try {
+      process.kill(pid, name);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
   }
 }
 
 function runningNodes(info: ClusterInfo): ClusterNode[] {
   return info.nodes.filter(isNodeRunning);
+}
+
+/**
+ * Marks these nodes as being changed by this command (a restart, a stop), one file per node holding
+ * our pid, so that two commands never restart one node twice, nor stop the cluster under a restart.
+ * A file left by a command that died is taken over. Returns the function that removes them.
+ */
+function takeNodeLocks(info: ClusterInfo, nodes: ClusterNode[]): () => void {
+  const taken: string[] = [];
+  const release = () => taken.forEach((file) => fs.rmSync(file, { force: true }));
+  try {
+    for (const node of nodes) {
+      const file = path.join(info.dir, `node${node.node}.lock`);
+      while (!tryCreate(file, String(process.pid))) {
+        const holder = readIfThere(file);
+        if (holder === undefined) continue; // its command just finished: try again
+        // Empty: its command is writing its pid this instant.
+        if (holder === '' || isAlive(Number(holder)))
+          throw new ClusterError(
+            `Node ${node.node} is being changed by another command (pid ${holder || 'unknown'}): wait for it to finish, or delete ${file} if no such command runs.`,
+          );
+        fs.rmSync(file, { force: true });
+      }
+      taken.push(file);
+    }
+  } catch (error) {
+    release();
+    throw error;
+  }
+  return release;
+}
+
+function tryCreate(file: string, text: string): boolean {
+  try {
+    fs.writeFileSync(file, text, { flag: 'wx' });
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+function readIfThere(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0); // no signal sent: only asks whether the process exists
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Waits until every node has exited; returns those still running after `limitMs`. */

@@ -65,12 +65,50 @@ export async function forgetConversation(
   }
 }
 
+/** What forgetConversation would delete now, deleting nothing (--dry-run); undefined when nothing. */
+export async function planForgetConversation(
+  logDir: string,
+  conversationId: string,
+): Promise<Removed | undefined> {
+  const found = await describeConversation(conversationId);
+  const notes = (await notesFromConversation(conversationId))?.ids.length ?? 0;
+  const file = conversationTraceFile(logDir, conversationId);
+  const traceFile = existsSync(file) ? file : undefined;
+  if (!found && !traceFile && !notes) return undefined;
+  return { conversationId, messages: found?.messages ?? 0, notes, traceFile };
+}
+
 /** What an erasure of a customer did, and what it kept. */
 export interface Erasure {
   conversations: Removed[];
   notes: number;
   /** Their support tickets, kept: like their orders and refunds, the store's records, which it must keep. */
   tickets: number[];
+}
+
+/** What an erasure of a customer would delete and keep, now: forget.ts says it before it asks. */
+export interface ErasurePlan {
+  conversations: Array<{ id: string; messages: number; traceFile?: string }>;
+  notes: number;
+  tickets: number[];
+}
+
+/** Lists what forgetCustomer would delete for this customer, deleting nothing. */
+export async function planCustomerErasure(
+  logDir: string,
+  customerId: number,
+): Promise<ErasurePlan> {
+  const conversations = [];
+  for (const id of await conversationsOf(customerId)) {
+    const messages = (await describeConversation(id))?.messages ?? 0;
+    const file = conversationTraceFile(logDir, id);
+    conversations.push({ id, messages, traceFile: existsSync(file) ? file : undefined });
+  }
+  const [{ notes }] = await query<Array<{ notes: number }>>(
+    'SELECT COUNT(*) AS notes FROM customer_notes WHERE customer_id = ?',
+    [customerId],
+  );
+  return { conversations, notes: Number(notes), tickets: await ticketsOf(customerId) };
 }
 
 /**
@@ -111,11 +149,7 @@ export async function forgetCustomer(
       if (deleted || traceFile)
         conversations.push({ conversationId: id, messages, notes: 0, traceFile });
     }
-    const tickets = await query<Array<{ id: number }>>(
-      'SELECT id FROM tickets WHERE customer_id = ? ORDER BY id',
-      [customerId],
-    );
-    return { conversations, notes, tickets: tickets.map((ticket) => ticket.id) };
+    return { conversations, notes, tickets: await ticketsOf(customerId) };
   } finally {
     await releaseAsking();
     await release();
@@ -234,6 +268,15 @@ function listTraceFiles(dir: string): string[] {
 async function conversationsOf(customerId: number): Promise<string[]> {
   const rows = await query<Array<{ id: string }>>(
     'SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at',
+    [customerId],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** The ids of one customer's support tickets: kept by an erasure, and named. */
+async function ticketsOf(customerId: number): Promise<number[]> {
+  const rows = await query<Array<{ id: number }>>(
+    'SELECT id FROM tickets WHERE customer_id = ? ORDER BY id',
     [customerId],
   );
   return rows.map((row) => row.id);

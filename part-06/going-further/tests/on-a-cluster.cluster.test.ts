@@ -1,6 +1,6 @@
 // Nimbus on a real 3-node Galera cluster: the chapter's conversation, two processes on two nodes in one conversation and on one ticket, first runs at once, the preferred node killed mid-question and rejoining by IST; nothing lost, mixed, doubled or stale.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -278,6 +278,22 @@ describe('Nimbus on a 3-node Galera cluster', () => {
     await closePool();
     expect(stale).toBe(0);
   });
+
+  it('takes back two nodes that died together, restarted at once by two callers', async () => {
+    await Promise.all([killNode(dir, 1), killNode(dir, 2)]);
+    // Node 3 alone has lost its majority: each restart must wait for the other's node too.
+    const rejoins = await Promise.all([restartNode(dir, 1), restartNode(dir, 2)]);
+    expect(rejoins.map((r) => r.node)).toEqual([1, 2]);
+    const nodes = await clusterStatus(dir);
+    expect(nodes!.map(({ state, clusterSize }) => ({ state, clusterSize }))).toEqual(
+      Array(3).fill({ state: 'Synced', clusterSize: 3 }),
+    );
+    // Each pid shown is the process really running that node.
+    for (const node of nodes!)
+      expect(readFileSync(`/proc/${node.pid}/cmdline`, 'utf8')).toContain(
+        `--datadir=${cluster.nodes[node.node - 1].datadir}`,
+      );
+  }, 200_000); // a failure is a node not Synced after 120 s
 
   it('goes on through the next node when the preferred one dies mid-question; the node rejoins by IST and is not stale', async () => {
     const database = await scratchDatabase();
