@@ -26,6 +26,8 @@ export interface TraceOptions {
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
   onTraceLine?: (line: string) => void; // where the terminal lines go (default: stderr, dimmed)
+  /** Whether the question may still write (agent.ts's fence): a file cannot join its transaction. */
+  fence?: { holds(conversationId: string): boolean };
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -43,6 +45,7 @@ export class Trace {
   readonly file: string;
   private readonly quiet: boolean;
   private readonly onLine: (line: string) => void;
+  private readonly holds: () => boolean;
   private held = '';
   private failed = false;
   private opened = false; // see append
@@ -54,6 +57,7 @@ export class Trace {
     this.quiet = options.quiet ?? false;
     this.onLine = options.onTraceLine ?? ((line) => console.error(dim(line, process.stderr)));
     this.file = conversationTraceFile(options.logDir, conversation.id);
+    this.holds = () => options.fence?.holds(conversation.id) ?? true;
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
@@ -67,7 +71,7 @@ export class Trace {
     };
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
     this.held += printableJson(line) + '\n';
-    if (this.conversation.saved) {
+    if (this.conversation.saved && this.holds()) {
       this.append(this.held);
       this.held = '';
     }

@@ -1,7 +1,8 @@
-// Going further: what chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, and the tools that keep them.
+// Going further: what chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, the tools that keep them, and the fence every write of a question goes through.
 import { dim } from '../../shared/cli.ts';
 import type { AgentOptions } from '../agent.ts';
 import type { MemoryBudget } from '../context.ts';
+import { leaseFence } from './conversation-lock.ts';
 import { hardenedStore } from './hardened-store.ts';
 import { customerMemoryTools } from './notes-tools.ts';
 import { describeRecall } from './notes-view.ts';
@@ -16,12 +17,13 @@ export function storeAndTools(
   budget: MemoryBudget,
   notesMaxChars: number,
   { logDir, quiet }: { logDir: string; quiet?: boolean },
-): Pick<AgentOptions, 'store' | 'tools'> {
+): Pick<AgentOptions, 'store' | 'tools' | 'fence'> {
   const store = hardenedStore(budget, {
     onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
   });
   const withNotes = withCustomerNotes(store, notesMaxChars, (recall) => {
     if (recall.notes.length && !quiet) console.error(dim(describeRecall(recall), process.stderr));
   });
-  return { store: withNotes, tools: customerMemoryTools(logDir) };
+  // The tools write through the lease's fence, as the store does: nothing lands after an erasure took over.
+  return { store: withNotes, tools: customerMemoryTools(logDir), fence: leaseFence };
 }

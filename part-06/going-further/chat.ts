@@ -8,7 +8,11 @@ import { memoryBudget } from '../context.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
-import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './conversation-lock.ts';
+import {
+  LeaseLost,
+  WAITING_FOR_OTHER_QUESTION,
+  withConversationLock,
+} from './conversation-lock.ts';
 import { storeAndTools } from './agent-setup.ts';
 import { ensureFullDatabase } from './database-setup.ts';
 import { ConversationDeleted } from './hardened-store.ts';
@@ -122,6 +126,20 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
   }
 }
 
+/** Said instead of "not saved" when an erasure (forget.ts, a reset) took the conversation mid-question. */
+export const ERASED_WHILE_ANSWERING =
+  'This conversation was erased while Nimbus was answering, so nothing of it is kept, this answer included.';
+
+/**
+ * Whether the conversation was deleted while its question ran (its row gone). Its id is then printed
+ * no more, not even in "Resume later with". If the database cannot say, the conversation is kept.
+ */
+async function erasedMeanwhile(conversation: Conversation): Promise<boolean> {
+  if (!conversation.saved) return false; // never stored: nothing of it to resume anyway
+  const found = await findConversation(conversation.id, conversation.customerId).catch(() => true);
+  return !found;
+}
+
 /**
  * One question; its result, unless it failed before the agent finished. What goes wrong is said in one
  * line and the chat goes on, except a setup problem.
@@ -134,13 +152,20 @@ async function ask(
   const out = answerPrinter(); // the answer as it streams in, the trace lines around it
   const onWait = () => console.error(dim(WAITING_FOR_OTHER_QUESTION, process.stderr));
   try {
-    // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind.
+    // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind,
+    // and a save refused because the question lost its lease may mean the conversation was erased.
     const { store } = chat.options;
-    let saved = false;
+    let [saved, leaseLost] = [false, false];
     const watched = {
       ...store,
       saveStep: (...args: Parameters<typeof store.saveStep>) =>
-        store.saveStep(...args).then(() => void (saved = true)),
+        store.saveStep(...args).then(
+          () => void (saved = true),
+          (error: unknown) => {
+            leaseLost ||= error instanceof LeaseLost;
+            throw error;
+          },
+        ),
     };
     const options = {
       ...chat.options,
@@ -154,7 +179,13 @@ async function ask(
       () => runAgent(question, chat.customer, chat.conversation, options),
       { signal, onWait },
     );
-    out.finish(result, saved);
+    if (leaseLost && (await erasedMeanwhile(chat.conversation))) {
+      out.finish({ ...result, saveError: undefined }, saved);
+      chat.conversation = newConversation(chat.customer.id);
+      console.log(
+        `${ERASED_WHILE_ANSWERING} Continuing in a new conversation: ${chat.conversation.id}\n`,
+      );
+    } else out.finish(result, saved);
     return result;
   } catch (error) {
     out.breakLine();

@@ -11,7 +11,8 @@
 // like any other: every node sees it, and two nodes taking it at once collide (one is retried, and sees
 // the other's). It expires unless renewed, so a crashed process holds a conversation for
 // LEASE_SECONDS at most; and every save checks it is still ours (hardened-store.ts), so a question whose
-// lease was taken from it (an erasure, or its process frozen past the expiry) writes nothing more.
+// lease was taken from it (an erasure, or its process frozen past the expiry) writes nothing more:
+// leaseFence below is the one write path of a question, for its saves and its tools alike.
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
@@ -22,6 +23,7 @@ import {
   query,
   withTransaction,
 } from '../../shared/db.ts';
+import type { Fence } from '../memory.ts';
 
 /** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
 export const LEASE_SECONDS = 30;
@@ -45,12 +47,15 @@ export class ConversationBusy extends DatabaseError {
   }
 }
 
-/** This question's lease was taken from it (an erasure, a reset, or it was frozen past the expiry). */
+/**
+ * This question's lease was taken from it (an erasure, a reset, or it was frozen past the expiry). It
+ * names no conversation: after an erasure, its id is the customer's no more.
+ */
 export class LeaseLost extends DatabaseError {
   override name = 'LeaseLost';
-  constructor(conversationId: string) {
+  constructor() {
     super(
-      `Conversation ${conversationId} was deleted or taken over while Nimbus was answering, so nothing more of this question was saved in it.`,
+      'This conversation was deleted or taken over while Nimbus was answering, so nothing more of this question was saved in it.',
     );
   }
 }
@@ -72,13 +77,41 @@ export interface LeaseOptions {
   takeOver?: boolean;
 }
 
-/** The leases this process holds, conversation id → holder: saves check theirs is still current. */
-const held = new Map<string, string>();
+/**
+ * The leases this process holds, by conversation id: the holder's token, which every fenced write
+ * checks, and what this process last learnt of it (when it expires at the latest, by our clock, and
+ * whether a renewal found it taken).
+ */
+const held = new Map<string, { holder: string; until: number; lost: boolean }>();
 
 /** This process's holder of a conversation's lease, if it holds one. */
 export function leaseHolder(conversationId: string): string | undefined {
-  return held.get(conversationId);
+  return held.get(conversationId)?.holder;
 }
+
+/**
+ * The full Nimbus's one write path for a question (agent.ts's `fence`, the store's saves, the tools):
+ * every write runs in a transaction that first renews the question's lease, so once an erasure or a
+ * reset took the lease, whatever was in flight writes nothing (LeaseLost), checked by the database in
+ * the same transaction as the write. Outside a lease (a test, a script) it is a plain transaction.
+ */
+export const leaseFence: Fence = {
+  write: (conversationId, work) =>
+    withTransaction(async (db) => {
+      if (!(await renew(conversationId, db))) throw new LeaseLost();
+      return work(db);
+    }),
+  // Trace lines are files, which cannot join the transaction: they are written only while this process
+  // last knew the lease to be ours and unexpired. What remains is the window between a takeover and
+  // this process's next renewal or fenced write (RENEW_MS at most). An erasure deletes the trace file
+  // after it took the lease, and the trace never creates a deleted file again (trace.ts), so lines in
+  // that window are deleted with the file or not written; after a takeover by another question of the
+  // same conversation (this process frozen past the expiry), they may sit beside that question's.
+  holds: (conversationId) => {
+    const lease = held.get(conversationId);
+    return !lease || (!lease.lost && Date.now() < lease.until);
+  },
+};
 
 /**
  * Runs fn while no other question is answered in this conversation, renewing the lease meanwhile.
@@ -121,9 +154,10 @@ export async function takeLeases(
   };
   try {
     for (const target of targets) {
+      const asked = Date.now(); // the lease runs from the server's clock, a little after this
       await takeOne(target, holder, options);
       taken.push(target.id);
-      held.set(target.id, holder);
+      held.set(target.id, { holder, until: asked + LEASE_SECONDS * 1000, lost: false });
     }
   } catch (error) {
     await release();
@@ -182,8 +216,10 @@ async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): 
 
 /** Pushes this process's lease on a conversation further out; false if it is no longer ours, or expired. */
 export async function renew(conversationId: string, db?: PoolConnection): Promise<boolean> {
-  const holder = held.get(conversationId);
-  if (!holder) return true; // not answering under a lease (a test, a tool): nothing to check
+  const lease = held.get(conversationId);
+  if (!lease) return true; // not answering under a lease (a test, a tool): nothing to check
+  const { holder } = lease;
+  const asked = Date.now();
   // An expired lease is lost even if nobody took it yet: a process frozen past the expiry cannot tell.
   const sql = `UPDATE question_leases SET expires_at = NOW(3) + INTERVAL ? SECOND
                 WHERE conversation_id = ? AND holder = ? AND expires_at >= NOW(3)`;
@@ -191,7 +227,9 @@ export async function renew(conversationId: string, db?: PoolConnection): Promis
   const [result] = db
     ? await db.query<ResultSetHeader>(sql, params)
     : [await query<ResultSetHeader>(sql, params)];
-  return result.affectedRows > 0;
+  if (result.affectedRows === 0) lease.lost = true;
+  else lease.until = asked + LEASE_SECONDS * 1000;
+  return !lease.lost;
 }
 
 /** The customer's conversations with a question in flight, new ones (no row yet) included. */

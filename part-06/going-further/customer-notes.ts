@@ -3,8 +3,9 @@
 // Every function takes the customer from its caller, who has it from the session: another customer's
 // note is never read, changed or deleted here, and looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
+import type { PoolConnection } from 'mysql2/promise';
 import { query, withTransaction } from '../../shared/db.ts';
-import { renew } from './conversation-lock.ts';
+import { leaseFence, LeaseLost } from './conversation-lock.ts';
 
 /** The longest note: a sentence or two. Anything longer is not a note. */
 export const MAX_NOTE_CHARS = 300;
@@ -67,15 +68,17 @@ export type SaveOutcome =
  * revived note counts against MAX_NOTES_PER_CUSTOMER: past it, nothing is kept ('full'). An expiry
  * before today is refused, with today's date for the model to ask the customer again. 'erased': the
  * conversation was erased while the question was answered (its lease was taken), so nothing is kept.
+ * `write`: the question's fenced write path (the tool's context.write); by default the same fence.
  */
 export async function saveNote(
   customerId: number,
   conversationId: string,
   text: string,
   expiresOn: string | null,
+  write: <T>(work: (db: PoolConnection) => Promise<T>) => Promise<T> = (work) =>
+    leaseFence.write(conversationId, work),
 ): Promise<SaveOutcome> {
-  return withTransaction(async (db) => {
-    if (!(await renew(conversationId, db))) return { outcome: 'erased' };
+  return write(async (db): Promise<SaveOutcome> => {
     // First a write to the customer's guard row (customer-memory.sql says why a write and not a lock).
     // Written before anything is read, so the reads below see every save committed before this one.
     await db.query(
@@ -115,6 +118,9 @@ export async function saveNote(
       [customerId, text, conversationId, expiresOn],
     );
     return { outcome: 'saved', id: inserted.insertId };
+  }).catch((error: unknown) => {
+    if (error instanceof LeaseLost) return { outcome: 'erased' as const };
+    throw error;
   });
 }
 

@@ -4,16 +4,18 @@
 // - Defensive reading (stored-history.ts): a damaged row is left out and reported, never sent.
 // - Storable messages (storable.ts): what MariaDB would refuse is changed as little as possible, and noted.
 // - A deleted conversation (forget.ts, prune.ts) is never written again, nor one whose question lost its
-//   lease (conversation-lock.ts): the lease is checked in the same transaction as the save.
+//   lease: every save goes through the question's one fenced write path (leaseFence, conversation-lock.ts),
+//   which checks the lease in the same transaction as the save.
 // - A save whose COMMIT got no answer (a timeout, a dropped connection) may have landed: before it is
-//   sent again, the store looks at the rows where it would be, so it is never stored twice or lost.
+//   sent again, the store looks at the rows where it would be, and a COMMIT that lands even later (after
+//   that look) is found by the messages' key (insertOnce), so a step is never stored twice or lost.
 // - Its place in the conversation: each save continues at the seq this process last saw. If another
 //   writer got there first (two windows, after the lock's connection dropped), the primary key
 //   (conversation_id, seq) refuses the insert, and the rest of this turn is stored as a turn of its
 //   own after the other's, its question repeated: turns never mix, and nothing a tool did is lost.
 import { isDeepStrictEqual } from 'node:util';
 import type { ResultSetHeader } from 'mysql2';
-import { CommitUnknown, DatabaseError, query, withTransaction } from '../../shared/db.ts';
+import { CommitUnknown, DatabaseError, query } from '../../shared/db.ts';
 import type { MemoryBudget } from '../context.ts';
 import {
   insertMessages,
@@ -22,7 +24,7 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
-import { LeaseLost, renew } from './conversation-lock.ts';
+import { leaseFence } from './conversation-lock.ts';
 import { loadContext, type LoadedContext } from './load-context.ts';
 import { indexMessages } from './past-conversations.ts';
 import { storable } from './storable.ts';
@@ -31,8 +33,9 @@ import type { Damage } from './stored-history.ts';
 /** The conversation was deleted (forget.ts, prune.ts) while a chat still had it open. */
 export class ConversationDeleted extends DatabaseError {
   override name = 'ConversationDeleted';
+  // Its id is not said: it names nothing of the customer's any more.
   constructor(readonly conversationId: string) {
-    super(`Conversation ${conversationId} was deleted, so nothing more is saved in it.`);
+    super('This conversation was deleted, so nothing more is saved in it.');
   }
 }
 
@@ -79,21 +82,20 @@ export function hardenedStore(
         if (step.length === 0) return;
       }
       try {
-        await insertStep(conversation, place.lastSeq, step);
+        await insertOnce(conversation, place.lastSeq, step);
       } catch (error) {
         if (error instanceof CommitUnknown) {
           if (await landedAfterAll(conversation, place, step)) return;
-          await insertStep(conversation, place.lastSeq, step); // it did not land: saved now
-          place.lastSeq += step.length;
-          conversation.saved = true;
-          return;
+          // Not landed when looked at: saved now, once, even if that COMMIT lands meanwhile after all.
+          await insertOnce(conversation, place.lastSeq, step);
+        } else {
+          if (!isDuplicate(error) || !place.question) throw error;
+          // Another writer took our place: continue after its messages, as a turn of our own.
+          place.lastSeq = await lastSeq(conversation.id);
+          step = first?.role === 'user' ? step : [{ message: place.question }, ...step];
+          await insertStep(conversation, place.lastSeq, step);
+          options.onMoved?.(conversation.id);
         }
-        if (!isDuplicate(error) || !place.question) throw error;
-        // Another writer took our place: continue after its messages, as a turn of our own.
-        place.lastSeq = await lastSeq(conversation.id);
-        step = first?.role === 'user' ? step : [{ message: place.question }, ...step];
-        await insertStep(conversation, place.lastSeq, step);
-        options.onMoved?.(conversation.id);
       }
       place.lastSeq += step.length;
       conversation.saved = true;
@@ -110,8 +112,7 @@ async function landedAfterAll(
   place: Place,
   step: MessageToSave[],
 ): Promise<boolean> {
-  // As the rows would read back: storable, and through JSON (no undefined fields).
-  place.unknown = step.map(({ message }) => JSON.parse(JSON.stringify(storable(message).message)));
+  place.unknown = asStored(step);
   try {
     return await settled(conversation, place);
   } catch (error) {
@@ -149,16 +150,55 @@ async function stored(
   lastSeq: number,
   messages: StoredMessage[],
 ): Promise<boolean> {
+  return (await storedAlready(conversationId, lastSeq, messages)) === messages.length;
+}
+
+/**
+ * How many of these messages, from the first, are the rows stored right after `lastSeq`; -1 if those
+ * rows are anything else (another writer's). A step is identified by its conversation, its place
+ * (seq) and its own messages, which carry the provider's ids for its tool calls: compared whole.
+ */
+async function storedAlready(
+  conversationId: string,
+  lastSeq: number,
+  messages: StoredMessage[],
+): Promise<number> {
   const rows = await query<Array<{ data: string }>>(
     `SELECT CAST(data AS CHAR) AS data FROM messages
       WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     [conversationId, lastSeq, messages.length],
   );
   // Compared as values: MySQL 8 stores JSON with its keys reordered.
-  return (
-    rows.length === messages.length &&
-    rows.every((row, i) => isDeepStrictEqual(JSON.parse(row.data), messages[i]))
-  );
+  const same = rows.every((row, i) => isDeepStrictEqual(JSON.parse(row.data), messages[i]));
+  return same ? rows.length : -1;
+}
+
+/** The step's messages as their rows read back: storable, and through JSON (no undefined fields). */
+function asStored(step: MessageToSave[]): StoredMessage[] {
+  return step.map(({ message }) => JSON.parse(JSON.stringify(storable(message).message)));
+}
+
+/**
+ * Inserts the step at its place, once whatever became of an earlier COMMIT of it: if its place is
+ * taken by this very step (that COMMIT landed late, after the app gave up on it), or by its first
+ * messages, it is "already stored", checked, not assumed, and only the rest is inserted. Rows of
+ * another writer there are the caller's to handle (ER_DUP_ENTRY).
+ */
+async function insertOnce(
+  conversation: Conversation,
+  lastSeq: number,
+  step: MessageToSave[],
+): Promise<void> {
+  try {
+    await insertStep(conversation, lastSeq, step);
+  } catch (error) {
+    if (!isDuplicate(error)) throw error;
+    const already = await storedAlready(conversation.id, lastSeq, asStored(step));
+    if (already <= 0) throw error;
+    conversation.saved = true; // the late COMMIT created its row
+    if (already < step.length)
+      await insertStep(conversation, lastSeq + already, step.slice(already));
+  }
 }
 
 /** One step in one transaction, numbered from lastSeq + 1; a deleted conversation, or a lost lease, refuses it. */
@@ -169,8 +209,7 @@ async function insertStep(
 ): Promise<void> {
   // Each message is made storable first; what had to change is kept in storage_note.
   const rows = step.map(({ message, cost }) => ({ ...storable(message), cost }));
-  await withTransaction(async (db) => {
-    if (!(await renew(conversation.id, db))) throw new LeaseLost(conversation.id);
+  await leaseFence.write(conversation.id, async (db) => {
     if (conversation.saved) {
       const [update] = await db.query<ResultSetHeader>(
         'UPDATE conversations SET updated_at = NOW(3) WHERE id = ?',
@@ -178,10 +217,12 @@ async function insertStep(
       );
       if (update.affectedRows === 0) throw new ConversationDeleted(conversation.id);
     } else {
-      await db.query('INSERT INTO conversations (id, customer_id) VALUES (?, ?)', [
-        conversation.id,
-        conversation.customerId,
-      ]);
+      // Its row may be there already: this save's first try, whose COMMIT landed after the app gave up
+      // on it. The messages' own key then says whether they are stored (insertOnce).
+      await db.query(
+        'INSERT INTO conversations (id, customer_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE updated_at = NOW(3)',
+        [conversation.id, conversation.customerId],
+      );
     }
     await insertMessages(db, conversation.id, lastSeq + 1, rows);
     // Their words, for search_past_conversations: stored with the messages, or not at all.

@@ -34,7 +34,7 @@ import {
 import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../going-further/notes-tools.ts';
 import { recallNotes, withCustomerNotes } from '../going-further/recall.ts';
 import { forgetConversation, planPrune, prune } from '../going-further/retention.ts';
-import { fullSession } from './test-session.ts';
+import { fullSession, inTransaction } from './test-session.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -98,6 +98,7 @@ function question(customer: Customer): ToolContext {
     conversation: newConversation(customer.id),
     llm: NO_PROVIDER,
     ticketsOpened: 0,
+    write: inTransaction,
   };
 }
 const call = (context: ToolContext, name: string, args: Record<string, unknown>) =>

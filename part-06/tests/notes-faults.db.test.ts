@@ -33,6 +33,7 @@ import {
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { forgetNotes } from '../going-further/forget-notes.ts';
 import { customerMemoryTools } from '../going-further/notes-tools.ts';
+import { inTransaction } from './test-session.ts';
 
 let db: ScratchDatabase;
 let logs: string;
@@ -71,6 +72,7 @@ function call(
     conversation: conversation ?? newConversation(customer.id),
     llm: NO_PROVIDER,
     ticketsOpened: 0,
+    write: inTransaction,
   };
   return runTool({ id: 'c', name, arguments: args }, context, tools);
 }
