@@ -9,6 +9,7 @@ import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
 import {
+  ERASED_WHILE_ANSWERING,
   LeaseLost,
   WAITING_FOR_OTHER_QUESTION,
   withConversationLock,
@@ -125,10 +126,6 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
     lines.close();
   }
 }
-
-/** Said instead of "not saved" when an erasure (forget.ts, a reset) took the conversation mid-question. */
-export const ERASED_WHILE_ANSWERING =
-  'This conversation was erased while Nimbus was answering, so nothing of it is kept, this answer included.';
 
 /**
  * Whether the conversation was deleted while its question ran (its row gone). Its id is then printed

@@ -37,6 +37,10 @@ const POLL_MS = 200;
 /** What to tell the person whose question waits (onWait), so a pause is never silent. */
 export const WAITING_FOR_OTHER_QUESTION = `(Waiting for the question another window is asking in this conversation to finish, up to ${CONVERSATION_WAIT_SECONDS} s…)`;
 
+/** Said instead of "not saved" when an erasure (forget.ts, a reset) took the conversation mid-question. */
+export const ERASED_WHILE_ANSWERING =
+  'This conversation was erased while Nimbus was answering, so nothing of it is kept, this answer included.';
+
 /** Another process is answering in this conversation, and did not finish within the wait. */
 export class ConversationBusy extends DatabaseError {
   override name = 'ConversationBusy';
