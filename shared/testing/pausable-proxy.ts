@@ -61,26 +61,28 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     const lateTakes = (chunk: Buffer): boolean => {
       if (!late || !isQuery(chunk)) return false;
       if (late.stage === 'armed' && sentStatement && isCommit(chunk)) {
-        Object.assign(late, { stage: 'held', commit: chunk, upstream });
+        Object.assign(late, { stage: 'held', commit: chunk, upstream, client });
         return true;
       }
-      if (late.stage !== 'armed' && /^kill\b/i.test(textOf(chunk))) {
-        late.stage = 'given up';
-        return true; // swallowed: the server never hears it
-      }
+      if (late.stage !== 'armed' && /^kill\b/i.test(textOf(chunk))) return true; // never heard
       if (late.stage === 'given up' && /^(start transaction|begin)\b/i.test(textOf(chunk))) {
-        const { commit, upstream: held, done } = late;
-        late = undefined;
-        held!.once('data', () => {
-          held!.destroy(); // committed; the app's end of it is long gone
+        const taken = late;
+        taken.stage = 'delivering';
+        taken.upstream!.once('data', () => {
+          taken.upstream!.destroy(); // committed; the app's end of it is long gone
+          late = undefined;
           upstream.write(chunk);
-          done();
+          taken.done();
         });
-        held!.write(commit!);
+        taken.upstream!.write(taken.commit!);
         return true;
       }
       return false;
     };
+    // The app gives up on a held COMMIT by dropping its connection (then it sends KILL).
+    client.on('close', () => {
+      if (late?.stage === 'held' && late.client === client) late.stage = 'given up';
+    });
     for (const [from, to] of [pair, [upstream, client] as const]) {
       from.on('data', (chunk) => {
         if (from === upstream && cutAfterAnswer) return;
@@ -133,10 +135,11 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
 
 /** A COMMIT held by commitLate, from the statement it waits for to its late delivery. */
 interface Late {
-  stage: 'armed' | 'held' | 'given up';
+  stage: 'armed' | 'held' | 'given up' | 'delivering';
   statement: RegExp;
   commit?: Buffer;
   upstream?: net.Socket;
+  client?: net.Socket;
   done: () => void;
 }
 
