@@ -1,6 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
-import { CommitUnknown } from '../shared/db.ts';
+import { CommitUnknown, withTransaction } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -10,19 +10,12 @@ import {
   type RetryInfo,
   type Usage,
 } from '../shared/llm/index.ts';
-import {
-  NO_FENCE,
-  type Conversation,
-  type ConversationStore,
-  type Fence,
-  type MessageToSave,
-  type StoredMessage,
-} from './memory.ts';
+import type { Conversation, ConversationStore, MessageToSave, StoredMessage } from './memory.ts';
 import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
 import { TOOL_DEFINITIONS, type Tool, type ToolContext } from './tools.ts';
-import { memoryEvent, Trace } from './trace.ts';
+import { memoryEvent, Trace, type TraceOptions } from './trace.ts';
 
 /**
  * The most model calls one question may take. Real questions need two or three (look up, check,
@@ -56,7 +49,7 @@ export interface AgentResult {
   saveError?: string;
 }
 
-export interface AgentOptions {
+export interface AgentOptions extends TraceOptions {
   /** The provider to ask, as the entry script read it from .env. */
   llm: LlmSettings;
   /** Where the conversation is loaded from and saved to (memory.ts). */
@@ -65,15 +58,9 @@ export interface AgentOptions {
   callModel?: typeof chatWithTools;
   /** Tools the entry script adds to this chapter's own (tools.ts). */
   tools?: Tool[];
-  /** Where traces are written (LOG_DIR, checked at start). */
-  logDir: string;
-  /** Hide the trace lines on the terminal. */
-  quiet?: boolean;
-  onTraceLine?: (line: string) => void; // where the trace's terminal lines go (default: stderr)
   /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;
-  /** How the question's tools and trace write (memory.ts); going further's stops them once an erasure took over. */
-  fence?: Fence;
+  write?: (conversationId: string) => typeof withTransaction; // going further's checks the lease
 }
 
 /** Answers one question of a conversation, for the signed-in customer, whose data alone the tools reach. */
@@ -94,11 +81,12 @@ export async function runAgent(
     ...history.messages,
     { role: 'user', content: question },
   ];
-  const turn = new TurnRecord(conversation, options.store, trace, question);
+  const turn = recordTurn(conversation, options.store, trace);
+  turn.add({ message: { role: 'user', content: question } }); // the turn's first message
   const callCounts = new Map<string, number>();
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
-  const { llm, signal, fence = NO_FENCE } = options;
-  const write: ToolContext['write'] = (work) => fence.write(conversation.id, work);
+  const { llm, signal } = options;
+  const write = options.write?.(conversation.id) ?? withTransaction; // a tool's writes (tools.ts)
   const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal, write };
   const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
   for (let step = 1; step <= MAX_STEPS; step++) {
@@ -141,77 +129,58 @@ export async function runAgent(
  * A question's record: its messages not saved yet (the question, then each step) and the tokens spent.
  * A failed save is tried again with the next step, and reported with the answer if still unsaved.
  */
-class TurnRecord {
-  private unsaved: MessageToSave[];
-  private saveError: string | undefined;
-  private readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
-
-  constructor(
-    private readonly conversation: Conversation,
-    private readonly store: ConversationStore,
-    private readonly trace: Trace,
-    question: string,
-  ) {
-    this.unsaved = [{ message: { role: 'user', content: question } }];
-  }
-
-  add(saved: MessageToSave): void {
-    this.unsaved.push(saved);
-    this.usage.input_tokens += saved.cost?.input_tokens ?? 0;
-    this.usage.output_tokens += saved.cost?.output_tokens ?? 0;
-  }
-
-  async save(step: number): Promise<void> {
-    try {
-      await this.store.saveStep(this.conversation, this.unsaved);
-      [this.unsaved, this.saveError] = [[], undefined];
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      this.trace.event('save_failed', { step, message });
-      // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
-      this.saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
-    }
-  }
-
-  /** The model answered: stored with its own message (provider_raw) and the tokens the call cost. */
-  answered(reply: ChatResult, step: number): Promise<AgentResult> {
-    const [answer, cost] = [reply.text.trim(), reply.usage];
-    if (answer) return this.finish(answer, 'answered', step, { message: reply.message, cost });
-    return this.finish(EMPTY_ANSWER, 'empty_answer', step, {
-      message: fallback(EMPTY_ANSWER),
-      cost,
-    });
-  }
-
-  /**
-   * The answer is saved like a step, so the stored turn reads question → answer. A cancelled turn has
-   * no answer: loading closes it (context.ts), so only steps still unsaved are saved, and a question
-   * cancelled before any step is not kept at all.
-   */
-  async finish(answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) {
-    const cancelled = outcome === 'cancelled';
-    if (!cancelled) this.add(saved ?? { message: fallback(answer) });
-    const stepsUnsaved = this.unsaved.some((unsaved) => unsaved.message.role !== 'user');
-    if (stepsUnsaved) await this.save(steps);
-    const { usage, saveError } = this;
-    this.trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
-    return { answer, outcome, steps, usage, traceFile: this.trace.file, saveError };
-  }
-
-  /** Ctrl-C, or the provider failed; a wrong key or model name is the developer's to fix, not an apology. */
-  async failed(error: unknown, step: number, signal?: AbortSignal): Promise<AgentResult> {
-    if (signal?.aborted) return this.finish('', 'cancelled', step);
-    const developersToFix =
-      error instanceof ProviderError && (error.kind === 'auth' || error.status === 404);
-    if (!(error instanceof ProviderError) || developersToFix) throw error;
-    const { message, status, kind } = error;
-    this.trace.event('api_error', { step, message, status, kind });
-    const ended =
-      kind === 'bad_request'
-        ? await this.finish(REFUSED_ANSWER, 'refused', step)
-        : await this.finish(API_ERROR_ANSWER, 'api_error', step);
-    return { ...ended, problem: message };
-  }
+function recordTurn(conversation: Conversation, store: ConversationStore, trace: Trace) {
+  let unsaved: MessageToSave[] = [];
+  let saveError: string | undefined;
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  const turn = {
+    add(saved: MessageToSave) {
+      unsaved.push(saved);
+      usage.input_tokens += saved.cost?.input_tokens ?? 0;
+      usage.output_tokens += saved.cost?.output_tokens ?? 0;
+    },
+    async save(step: number) {
+      try {
+        await store.saveStep(conversation, unsaved);
+        [unsaved, saveError] = [[], undefined];
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        trace.event('save_failed', { step, message });
+        // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
+        saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
+      }
+    },
+    // The model answered: stored with its own message (provider_raw) and the tokens the call cost.
+    answered(reply: ChatResult, step: number) {
+      const [answer, cost] = [reply.text.trim(), reply.usage];
+      if (answer) return turn.finish(answer, 'answered', step, { message: reply.message, cost });
+      const message = fallback(EMPTY_ANSWER);
+      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { message, cost });
+    },
+    // The answer is saved like a step, so the stored turn reads question → answer. A cancelled turn
+    // has no answer (loading closes it, context.ts), and a question cancelled before any step is not kept.
+    async finish(answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) {
+      if (outcome !== 'cancelled') turn.add(saved ?? { message: fallback(answer) });
+      const stepsUnsaved = unsaved.some((message) => message.message.role !== 'user');
+      if (stepsUnsaved) await turn.save(steps);
+      trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
+      return { answer, outcome, steps, usage, traceFile: trace.file, saveError };
+    },
+    // Ctrl-C, or the provider failed; a wrong key or model name is the developer's to fix, not an apology.
+    async failed(error: unknown, step: number, signal?: AbortSignal): Promise<AgentResult> {
+      if (signal?.aborted) return turn.finish('', 'cancelled', step);
+      if (!(error instanceof ProviderError) || error.kind === 'auth' || error.status === 404)
+        throw error;
+      const { message, status, kind } = error;
+      trace.event('api_error', { step, message, status, kind });
+      const ended =
+        kind === 'bad_request'
+          ? await turn.finish(REFUSED_ANSWER, 'refused', step)
+          : await turn.finish(API_ERROR_ANSWER, 'api_error', step);
+      return { ...ended, problem: message };
+    },
+  };
+  return turn;
 }
 
 function fallback(answer: string): StoredMessage {

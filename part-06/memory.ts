@@ -42,18 +42,6 @@ export interface ConversationStore {
   saveStep(conversation: Conversation, step: MessageToSave[]): Promise<void>;
 }
 
-/**
- * How a question writes: `write` runs its work in one transaction; `holds` says whether its trace lines
- * may still be written. The core lets everything through; the full Nimbus checks in that same
- * transaction that the question still holds its conversation (a fencing token, conversation-lock.ts).
- */
-export interface Fence {
-  write<T>(conversationId: string, work: (db: PoolConnection) => Promise<T>): Promise<T>;
-  holds(conversationId: string): boolean;
-}
-
-export const NO_FENCE: Fence = { write: (_id, work) => withTransaction(work), holds: () => true };
-
 /** The plain store: read every message, keep what fits the budget; save a step in one transaction. */
 export function plainStore(budget: MemoryBudget): ConversationStore {
   return {

@@ -4,8 +4,7 @@
 // customer or an email from the model: the signed-in customer arrives in `context`, from our code, and
 // another customer's order looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
-import type { PoolConnection } from 'mysql2/promise';
-import { CommitUnknown, query } from '../shared/db.ts';
+import { query, withTransaction } from '../shared/db.ts';
 import type { LlmSettings } from '../shared/config.ts';
 import type { ToolCall, ToolDefinition } from '../shared/llm/index.ts';
 import type { Conversation } from './memory.ts';
@@ -27,8 +26,7 @@ export interface ToolContext {
   ticketsOpened: number;
   /** The question's Ctrl-C: a tool that waits on the network (an embedding) stops when it fires. */
   signal?: AbortSignal;
-  /** The question's one way to write, in a transaction: the full Nimbus refuses it once an erasure took the conversation. */
-  write<T>(work: (db: PoolConnection) => Promise<T>): Promise<T>;
+  write: typeof withTransaction; // the question's one way to write (see agent.ts)
 }
 
 /** A tool: what the model is told, and the code that runs it. An entry script may add its own. */
@@ -233,74 +231,47 @@ const createSupportTicket: Tool = {
       args.order_id === undefined || args.order_id === null
         ? null
         : positiveInteger(args.order_id, 'order_id');
-    const request: TicketRequest = { customerId: context.customer.id, category, summary, orderId };
-    const attempt = { inserted: false };
-    const open = (db: PoolConnection) => openTicket(db, request, context.ticketsOpened, attempt);
-    let result: ToolResult;
-    try {
-      result = await context.write(open);
-    } catch (error) {
-      if (!(error instanceof CommitUnknown)) throw error;
-      // The answer to its COMMIT was lost, so the ticket may exist. Asking again opens none twice,
-      // and a ticket open now is the one just opened: the customer hears the truth, not "a problem".
-      const again = await context.write(open);
-      const opened = attempt.inserted && again.already_open;
-      result = opened ? { created: true, ticket_id: again.ticket_id, status: again.status } : again;
-    }
+    const customerId = context.customer.id;
+
+    const result = await context.write(async (db): Promise<ToolResult> => {
+      // Lock the customer's row: two processes opening the same ticket now take turns, so the
+      // "already open?" check below cannot be passed by both.
+      await db.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);
+      if (orderId !== null) {
+        const [found] = await db.query<RowDataPacket[]>(
+          'SELECT 1 FROM orders WHERE id = ? AND customer_id = ?',
+          [orderId, customerId],
+        );
+        if (found.length === 0) return { error: `Order ${orderId} not found` };
+      }
+      // Asking twice (a retry, a "yes please" after an interrupted answer) must not open a second ticket.
+      const [open] = await db.query<RowDataPacket[]>(
+        `SELECT id, status FROM tickets
+          WHERE customer_id = ? AND category = ? AND order_id <=> ? AND status <> 'closed' ORDER BY id LIMIT 1`,
+        [customerId, category, orderId],
+      );
+      if (open.length)
+        return {
+          created: false,
+          already_open: true,
+          ticket_id: open[0].id,
+          status: open[0].status,
+        };
+      if (context.ticketsOpened >= MAX_TICKETS_PER_TURN) {
+        return {
+          error: `No more than ${MAX_TICKETS_PER_TURN} new tickets can be opened for one question. Tell the customer the team will follow up on the tickets already opened.`,
+        };
+      }
+      const [inserted] = await db.query<ResultSetHeader>(
+        'INSERT INTO tickets (customer_id, category, summary, order_id) VALUES (?, ?, ?, ?)',
+        [customerId, category, summary, orderId],
+      );
+      return { created: true, ticket_id: inserted.insertId, status: 'open' };
+    });
     if (result.created) context.ticketsOpened++;
     return result;
   },
 };
-
-interface TicketRequest {
-  customerId: number;
-  category: string;
-  summary: string;
-  orderId: number | null;
-}
-
-/** One try at opening the ticket, in the question's transaction: the open one if the request has one already. */
-async function openTicket(
-  db: PoolConnection,
-  request: TicketRequest,
-  ticketsOpened: number,
-  attempt: { inserted: boolean },
-): Promise<ToolResult> {
-  // Lock the customer's row: two processes opening the same ticket now take turns, so the
-  // "already open?" check below cannot be passed by both.
-  await db.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [request.customerId]);
-  if (request.orderId !== null) {
-    const [found] = await db.query<RowDataPacket[]>(
-      'SELECT 1 FROM orders WHERE id = ? AND customer_id = ?',
-      [request.orderId, request.customerId],
-    );
-    if (found.length === 0) return { error: `Order ${request.orderId} not found` };
-  }
-  // Asking twice (a retry, a "yes please" after an interrupted answer) must not open a second ticket.
-  const [open] = await db.query<RowDataPacket[]>(
-    `SELECT id, status FROM tickets
-      WHERE customer_id = ? AND category = ? AND order_id <=> ? AND status <> 'closed' ORDER BY id LIMIT 1`,
-    [request.customerId, request.category, request.orderId],
-  );
-  if (open.length)
-    return {
-      created: false,
-      already_open: true,
-      ticket_id: open[0].id,
-      status: open[0].status,
-    };
-  if (ticketsOpened >= MAX_TICKETS_PER_TURN) {
-    return {
-      error: `No more than ${MAX_TICKETS_PER_TURN} new tickets can be opened for one question. Tell the customer the team will follow up on the tickets already opened.`,
-    };
-  }
-  attempt.inserted = true; // from here on, a lost COMMIT answer may mean it was opened
-  const [inserted] = await db.query<ResultSetHeader>(
-    'INSERT INTO tickets (customer_id, category, summary, order_id) VALUES (?, ?, ?, ?)',
-    [request.customerId, request.category, request.summary, request.orderId],
-  );
-  return { created: true, ticket_id: inserted.insertId, status: 'open' };
-}
 
 // ---------------------------------------------------------------------------------------------------
 // search_help_center

@@ -26,8 +26,7 @@ export interface TraceOptions {
   /** Hide the terminal lines (the file is written anyway). */
   quiet?: boolean;
   onTraceLine?: (line: string) => void; // where the terminal lines go (default: stderr, dimmed)
-  /** Whether the question may still write (agent.ts's fence): a file cannot join its transaction. */
-  fence?: { holds(conversationId: string): boolean };
+  mayWrite?: (conversationId: string) => boolean; // going further: false once its lease is lost
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -45,19 +44,17 @@ export class Trace {
   readonly file: string;
   private readonly quiet: boolean;
   private readonly onLine: (line: string) => void;
-  private readonly holds: () => boolean;
   private held = '';
   private failed = false;
   private opened = false; // see append
 
   constructor(
     private readonly conversation: { id: string; saved: boolean },
-    options: TraceOptions,
+    private readonly options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
     this.onLine = options.onTraceLine ?? ((line) => console.error(dim(line, process.stderr)));
     this.file = conversationTraceFile(options.logDir, conversation.id);
-    this.holds = () => options.fence?.holds(conversation.id) ?? true;
   }
 
   /** Appends one event (one JSON object per line, with a timestamp) and prints its short form. */
@@ -71,7 +68,7 @@ export class Trace {
     };
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
     this.held += printableJson(line) + '\n';
-    if (this.conversation.saved && this.holds()) {
+    if (this.conversation.saved && this.options.mayWrite?.(this.conversation.id) !== false) {
       this.append(this.held);
       this.held = '';
     }

@@ -17,7 +17,7 @@ export function storeAndTools(
   budget: MemoryBudget,
   notesMaxChars: number,
   { logDir, quiet }: { logDir: string; quiet?: boolean },
-): Pick<AgentOptions, 'store' | 'tools' | 'fence'> {
+): Pick<AgentOptions, 'store' | 'tools' | 'write' | 'mayWrite'> {
   const store = hardenedStore(budget, {
     onDamaged: (id, damaged) => console.error(dim(describeDamage(id, damaged), process.stderr)),
   });
@@ -25,5 +25,5 @@ export function storeAndTools(
     if (recall.notes.length && !quiet) console.error(dim(describeRecall(recall), process.stderr));
   });
   // The tools write through the lease's fence, as the store does: nothing lands after an erasure took over.
-  return { store: withNotes, tools: customerMemoryTools(logDir), fence: leaseFence };
+  return { store: withNotes, tools: customerMemoryTools(logDir), ...leaseFence };
 }

@@ -23,7 +23,7 @@ import {
   query,
   withTransaction,
 } from '../../shared/db.ts';
-import type { Fence } from '../memory.ts';
+import type { AgentOptions } from '../agent.ts';
 
 /** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
 export const LEASE_SECONDS = 30;
@@ -94,24 +94,41 @@ export function leaseHolder(conversationId: string): string | undefined {
 }
 
 /**
- * The full Nimbus's one write path for a question (agent.ts's `fence`, the store's saves, the tools):
- * every write runs in a transaction that first renews the question's lease, so once an erasure or a
- * reset took the lease, whatever was in flight writes nothing (LeaseLost), checked by the database in
- * the same transaction as the write. Outside a lease (a test, a script) it is a plain transaction.
+ * The full Nimbus's one write path for a question (the store's saves, the tools' writes): a transaction
+ * that first renews the question's lease, so once an erasure or a reset took the lease, whatever was in
+ * flight writes nothing (LeaseLost), checked by the database in the same transaction as the write (a
+ * fencing token). Outside a lease (a test, a script) it is a plain transaction.
  */
-export const leaseFence: Fence = {
-  write: (conversationId, work) =>
-    withTransaction(async (db) => {
-      if (!(await renew(conversationId, db))) throw new LeaseLost();
-      return work(db);
-    }),
+export function fencedTransaction<T>(
+  conversationId: string,
+  work: (db: PoolConnection) => Promise<T>,
+): Promise<T> {
+  return withTransaction(async (db) => {
+    if (!(await renew(conversationId, db))) throw new LeaseLost();
+    return work(db);
+  });
+}
+
+/** What the agent is given (agent.ts's `write` and `mayWrite`): its tools' writes and its trace, fenced. */
+export const leaseFence: Required<Pick<AgentOptions, 'write' | 'mayWrite'>> = {
+  // An acting tool looks before it writes (a ticket already open is returned, not opened again), so a
+  // write whose COMMIT answer was lost is run once more: it finds what the first did, and the customer
+  // hears that (the ticket's number), not "a technical problem", before the model says anything.
+  write: (conversationId) => async (work) => {
+    try {
+      return await fencedTransaction(conversationId, work);
+    } catch (error) {
+      if (!(error instanceof CommitUnknown)) throw error;
+      return fencedTransaction(conversationId, work);
+    }
+  },
   // Trace lines are files, which cannot join the transaction: they are written only while this process
   // last knew the lease to be ours and unexpired. What remains is the window between a takeover and
   // this process's next renewal or fenced write (RENEW_MS at most). An erasure deletes the trace file
   // after it took the lease, and the trace never creates a deleted file again (trace.ts), so lines in
   // that window are deleted with the file or not written; after a takeover by another question of the
   // same conversation (this process frozen past the expiry), they may sit beside that question's.
-  holds: (conversationId) => {
+  mayWrite: (conversationId) => {
     const lease = held.get(conversationId);
     return !lease || (!lease.lost && Date.now() < lease.until);
   },

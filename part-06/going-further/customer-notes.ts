@@ -3,9 +3,8 @@
 // Every function takes the customer from its caller, who has it from the session: another customer's
 // note is never read, changed or deleted here, and looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
-import type { PoolConnection } from 'mysql2/promise';
 import { query, withTransaction } from '../../shared/db.ts';
-import { leaseFence, LeaseLost } from './conversation-lock.ts';
+import { fencedTransaction, LeaseLost } from './conversation-lock.ts';
 
 /** The longest note: a sentence or two. Anything longer is not a note. */
 export const MAX_NOTE_CHARS = 300;
@@ -75,8 +74,7 @@ export async function saveNote(
   conversationId: string,
   text: string,
   expiresOn: string | null,
-  write: <T>(work: (db: PoolConnection) => Promise<T>) => Promise<T> = (work) =>
-    leaseFence.write(conversationId, work),
+  write: typeof withTransaction = (work) => fencedTransaction(conversationId, work),
 ): Promise<SaveOutcome> {
   return write(async (db): Promise<SaveOutcome> => {
     // First a write to the customer's guard row (customer-memory.sql says why a write and not a lock).

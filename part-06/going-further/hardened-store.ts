@@ -4,7 +4,7 @@
 // - Defensive reading (stored-history.ts): a damaged row is left out and reported, never sent.
 // - Storable messages (storable.ts): what MariaDB would refuse is changed as little as possible, and noted.
 // - A deleted conversation (forget.ts, prune.ts) is never written again, nor one whose question lost its
-//   lease: every save goes through the question's one fenced write path (leaseFence, conversation-lock.ts),
+//   lease: every save goes through the question's one fenced write path (fencedTransaction, conversation-lock.ts),
 //   which checks the lease in the same transaction as the save.
 // - A save whose COMMIT got no answer (a timeout, a dropped connection) may have landed: before it is
 //   sent again, the store looks at the rows where it would be, and a COMMIT that lands even later (after
@@ -24,7 +24,7 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../memory.ts';
-import { leaseFence } from './conversation-lock.ts';
+import { fencedTransaction } from './conversation-lock.ts';
 import { loadContext, type LoadedContext } from './load-context.ts';
 import { indexMessages } from './past-conversations.ts';
 import { storable } from './storable.ts';
@@ -209,7 +209,7 @@ async function insertStep(
 ): Promise<void> {
   // Each message is made storable first; what had to change is kept in storage_note.
   const rows = step.map(({ message, cost }) => ({ ...storable(message), cost }));
-  await leaseFence.write(conversation.id, async (db) => {
+  await fencedTransaction(conversation.id, async (db) => {
     if (conversation.saved) {
       const [update] = await db.query<ResultSetHeader>(
         'UPDATE conversations SET updated_at = NOW(3) WHERE id = ?',

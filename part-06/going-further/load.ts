@@ -160,7 +160,7 @@ async function worker(
     errors: [],
   };
   const store = timed(hardenedStore(DEFAULT_BUDGET), measured);
-  const options: AgentOptions = { ...agent, store, fence: leaseFence };
+  const options: AgentOptions = { ...agent, store, ...leaseFence };
   const started = performance.now();
   await Promise.all(
     Array.from({ length: customers }, async (_, i) => {

@@ -55,7 +55,7 @@ export function fullSession(
     llm,
     logDir: logDir(),
     store: hardenedStore(DEFAULT_BUDGET, storeOptions),
-    fence: leaseFence,
+    ...leaseFence,
     quiet: true,
   };
   const session: TestSession = {

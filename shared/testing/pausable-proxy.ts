@@ -9,10 +9,11 @@ export interface PausableProxy {
   /** Everything held back passes again. */
   thaw(): void;
   /**
-   * The next COMMIT reaches the server, which commits; its answer is dropped and the connection cut,
-   * as when a network fails or a timeout strikes just after COMMIT was sent.
+   * The next COMMIT (with `statement`: of a transaction that sent it) reaches the server, which
+   * commits; its answer is dropped and the connection cut, as when a network fails or a timeout
+   * strikes just after COMMIT was sent.
    */
-  loseNextCommitAnswer(): void;
+  loseNextCommitAnswer(statement?: RegExp): void;
   /**
    * The next COMMIT of a transaction that sent `statement` (e.g. /INSERT INTO messages/) is held: the
    * app waits, gives up (DB_TIMEOUT_SECONDS), drops its connection and sends KILL, which is swallowed,
@@ -34,7 +35,7 @@ export interface PausableProxy {
  */
 export async function startPausableProxy(host: string, port: number): Promise<PausableProxy> {
   let frozen = false;
-  let loseCommitAnswer = false;
+  let loseCommitAnswer: RegExp | undefined; // see loseNextCommitAnswer
   let late: Late | undefined; // see commitLate
   const pairs = new Set<[net.Socket, net.Socket]>();
   const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
@@ -44,9 +45,12 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     pairs.add(pair);
     let cutAfterAnswer = false;
     let sentStatement = false; // since this connection's last COMMIT: the statement commitLate waits for
+    let sentLoseStatement = false; // the same for loseNextCommitAnswer
     client.on('data', (chunk) => {
-      if (loseCommitAnswer && isCommit(chunk)) {
-        loseCommitAnswer = false;
+      if (loseCommitAnswer && isQuery(chunk) && loseCommitAnswer.test(textOf(chunk)))
+        sentLoseStatement = true;
+      if (loseCommitAnswer && sentLoseStatement && isCommit(chunk)) {
+        loseCommitAnswer = undefined;
         cutAfterAnswer = true;
       }
       if (late?.stage === 'armed' && isQuery(chunk) && late.statement.test(textOf(chunk)))
@@ -109,8 +113,8 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
       frozen = false;
       for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
     },
-    loseNextCommitAnswer: () => {
-      loseCommitAnswer = true;
+    loseNextCommitAnswer: (statement = /^commit\b/i) => {
+      loseCommitAnswer = statement;
     },
     commitLate: (statement) =>
       new Promise<void>((done) => {

@@ -1,4 +1,4 @@
-// Going further: a step is stored once whatever its COMMIT's fate, even a COMMIT that lands after the app gave up on it and looked, and the chat goes on saving.
+// Going further: a step is stored once whatever its COMMIT's fate, even a COMMIT that lands after the app gave up on it and looked, and the chat goes on saving; a ticket whose COMMIT answer was lost is found, not apologised for.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../shared/config.ts';
 import { closePool, query } from '../../../shared/db.ts';
@@ -93,5 +93,34 @@ describe('a COMMIT that lands late (the app gave up, its KILL was lost, then it 
       '6 assistant',
     ]);
     expect(await query('SELECT id FROM tickets WHERE summary = ?', [summary])).toHaveLength(1);
+  });
+});
+
+describe('a lost answer to the ticket insert', () => {
+  it('is resolved by looking before the customer hears anything: the model is told the ticket, opened once', async () => {
+    const session = fullSession(maya, fake.llm('gemini'));
+    const summary = 'The screen arrived cracked (the answer to its COMMIT was lost).';
+    fake.reply(
+      {
+        tool_calls: [
+          { name: 'create_support_ticket', arguments: { category: 'damaged_item', summary } },
+        ],
+      },
+      { text: 'Ticket opened.' },
+    );
+    proxy.loseNextCommitAnswer(/INSERT INTO tickets/);
+    const result = await session.ask('My screen arrived cracked: a ticket, please.');
+    expect(result.saveError).toBeUndefined();
+    const tickets = await query<Array<{ id: number }>>('SELECT id FROM tickets WHERE summary = ?', [
+      summary,
+    ]);
+    expect(tickets).toHaveLength(1);
+    // What the model was told, and so the customer: the ticket, with its number, open.
+    const [told] = await query<Array<{ data: unknown }>>(
+      "SELECT data FROM messages WHERE conversation_id = ? AND role = 'tool'",
+      [session.conversation.id],
+    );
+    const message = typeof told.data === 'string' ? JSON.parse(told.data) : told.data;
+    expect(JSON.parse(message.content)).toMatchObject({ ticket_id: tickets[0].id, status: 'open' });
   });
 });
