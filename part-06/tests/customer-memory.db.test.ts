@@ -34,7 +34,8 @@ import {
 import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../going-further/notes-tools.ts';
 import { recallNotes, withCustomerNotes } from '../going-further/recall.ts';
 import { forgetConversation, planPrune, prune } from '../going-further/retention.ts';
-import { fullSession, inTransaction } from './test-session.ts';
+import { fullSession } from './test-session.ts';
+import { leaseFence } from '../going-further/conversation-lock.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -93,13 +94,9 @@ const resultOf = (view: ChatView) => view.toolResults.map((r) => r.result as Rec
 
 /** Calls the notes tools directly, as one question of a conversation of `customer`. */
 function question(customer: Customer): ToolContext {
-  return {
-    customer,
-    conversation: newConversation(customer.id),
-    llm: NO_PROVIDER,
-    ticketsOpened: 0,
-    write: inTransaction,
-  };
+  const conversation = newConversation(customer.id);
+  const write = leaseFence.write(conversation.id); // the full Nimbus's, as runAgent gives it
+  return { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0, write };
 }
 const call = (context: ToolContext, name: string, args: Record<string, unknown>) =>
   runTool({ id: 'c', name, arguments: args }, context, memoryTools);

@@ -23,7 +23,7 @@ import { newConversation, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
 import { runTool, type ToolContext } from '../tools.ts';
 import { conversationTraceFile } from '../trace.ts';
-import { takeLeases } from '../going-further/conversation-lock.ts';
+import { leaseFence, takeLeases } from '../going-further/conversation-lock.ts';
 import {
   allNotes,
   liveNotes,
@@ -33,7 +33,6 @@ import {
 import { ensureFullDatabase } from '../going-further/database-setup.ts';
 import { forgetNotes } from '../going-further/forget-notes.ts';
 import { customerMemoryTools } from '../going-further/notes-tools.ts';
-import { inTransaction } from './test-session.ts';
 
 let db: ScratchDatabase;
 let logs: string;
@@ -67,12 +66,15 @@ function call(
   args: Record<string, unknown>,
   conversation?: Conversation,
 ) {
+  conversation ??= newConversation(customer.id);
+  // The full Nimbus's write path, as runAgent gives it: fenced by the conversation's lease.
+  const write = leaseFence.write(conversation.id);
   const context: ToolContext = {
     customer,
-    conversation: conversation ?? newConversation(customer.id),
+    conversation,
     llm: NO_PROVIDER,
     ticketsOpened: 0,
-    write: inTransaction,
+    write,
   };
   return runTool({ id: 'c', name, arguments: args }, context, tools);
 }
