@@ -161,7 +161,7 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
     // has no answer (loading closes it, context.ts), and a question cancelled before any step is not kept.
     async finish(answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) {
       if (outcome !== 'cancelled') turn.add(saved ?? { message: fallback(answer) });
-      const stepsUnsaved = unsaved.some((message) => message.message.role !== 'user');
+      const stepsUnsaved = unsaved.some((saved) => saved.message.role !== 'user');
       if (stepsUnsaved) await turn.save(steps);
       trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
       return { answer, outcome, steps, usage, traceFile: trace.file, saveError };

@@ -26,7 +26,7 @@ export interface ToolContext {
   ticketsOpened: number;
   /** The question's Ctrl-C: a tool that waits on the network (an embedding) stops when it fires. */
   signal?: AbortSignal;
-  write: typeof withTransaction; // the question's one way to write (see agent.ts)
+  write: typeof withTransaction; // its one way to write: the full Nimbus's refuses it after an erasure
 }
 
 /** A tool: what the model is told, and the code that runs it. An entry script may add its own. */

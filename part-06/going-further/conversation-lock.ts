@@ -10,9 +10,9 @@
 // of a cluster has its own, so two questions on two nodes both get in. A row is written in a transaction
 // like any other: every node sees it, and two nodes taking it at once collide (one is retried, and sees
 // the other's). It expires unless renewed, so a crashed process holds a conversation for
-// LEASE_SECONDS at most; and every save checks it is still ours (hardened-store.ts), so a question whose
-// lease was taken from it (an erasure, or its process frozen past the expiry) writes nothing more:
-// leaseFence below is the one write path of a question, for its saves and its tools alike.
+// LEASE_SECONDS at most; and every write of a question checks it is still ours (fencedTransaction below,
+// for its saves and its tools alike), so a question whose lease was taken from it (an erasure, or its
+// process frozen past the expiry) writes nothing more.
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
