@@ -245,12 +245,24 @@ export async function renew(conversationId: string, db?: PoolConnection): Promis
   const sql = `UPDATE question_leases SET expires_at = NOW(3) + INTERVAL ? SECOND
                 WHERE conversation_id = ? AND holder = ? AND expires_at >= NOW(3)`;
   const params = [LEASE_SECONDS, conversationId, holder];
-  const [result] = db
-    ? await db.query<ResultSetHeader>(sql, params)
-    : [await query<ResultSetHeader>(sql, params)];
-  if (result.affectedRows === 0) lease.lost = true;
+  const renewed = await (
+    db
+      ? db.query<ResultSetHeader>(sql, params).then(([result]) => result.affectedRows > 0)
+      : query<ResultSetHeader>(sql, params).then((result) => result.affectedRows > 0)
+  ).catch((error: unknown) => {
+    // A reset dropped the table with every lease in it: this one is no longer ours either.
+    if (tableMissing(error)) return false;
+    throw error;
+  });
+  if (!renewed) lease.lost = true;
   else lease.until = asked + LEASE_SECONDS * 1000;
   return !lease.lost;
+}
+
+/** MySQL's "no such table", from the driver or as explained by db.ts (the driver's error as its cause). */
+function tableMissing(error: unknown): boolean {
+  const code = (e: unknown) => (e as { code?: string } | undefined)?.code;
+  return code(error) === 'ER_NO_SUCH_TABLE' || code((error as Error).cause) === 'ER_NO_SUCH_TABLE';
 }
 
 /** The customer's conversations with a question in flight, new ones (no row yet) included. */

@@ -6,13 +6,19 @@ import { logDir } from '../../../shared/config.ts';
 import { query } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
-import { collect, startScript, waitForOutput } from '../../../shared/testing/run-script.ts';
+import {
+  collect,
+  runScript,
+  startScript,
+  waitForOutput,
+} from '../../../shared/testing/run-script.ts';
 import { conversationTraceFile } from '../../trace.ts';
 import { fullSession } from '../../tests/test-session.ts';
 import { ERASED_WHILE_ANSWERING, takeLeases } from '../conversation-lock.ts';
 import { ensureFullDatabase } from '../database-setup.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const SECRET = 'my door code is 4711-SECRET';
 let fake: FakeProvider;
@@ -117,5 +123,39 @@ describe('an erasure that takes the conversation while its question runs', () =>
       'tool_call',
       'tool_result',
     ]);
+  });
+
+  it("after setup.ts --yes took over a question's lease, the ticket it then asks for lands nowhere, in the fresh database neither", async () => {
+    await ensureFullDatabase(() => {}); // whatever an earlier test reset
+    const summary = `Reset meanwhile: ${SECRET}`;
+    let release!: () => void;
+    fake.reply(
+      {
+        tool_calls: [
+          { name: 'create_support_ticket', arguments: { category: 'billing', summary } },
+        ],
+        gate: new Promise<void>((resolve) => (release = resolve)),
+      },
+      { text: 'Your ticket is open.' },
+    );
+    const asked = fake.chats().length;
+    const env = { ...fake.env('gemini'), DB_NAME: db.name };
+    const chat = startScript(CHAT, ['--quiet'], { env });
+    const done = collect(chat);
+    chat.stdin.write('Please open a ticket.\n');
+    await fake.waitForChat(asked + 1);
+    // The question's lease runs out (its process as if frozen past the expiry), so the reset takes it
+    // at once instead of after its 30 s wait, and resets.
+    await query('UPDATE question_leases SET expires_at = NOW(3) - INTERVAL 1 SECOND');
+    const reset = await runScript(SETUP, ['--yes'], { env });
+    expect(reset.code, reset.stderr).toBe(0);
+    release();
+    await waitForOutput(chat, 'Nimbus: Your ticket is open.');
+    chat.stdin.end();
+    const { stdout, stderr } = await done;
+    expect(await query('SELECT id FROM tickets WHERE summary = ?', [summary])).toEqual([]);
+    expect(await query('SELECT id FROM conversations')).toEqual([]);
+    expect(stdout + stderr).not.toContain('npm run setup');
+    expect(stdout).not.toContain('Resume later with');
   });
 });
