@@ -82,25 +82,39 @@ export function hardenedStore(
         if (step.length === 0) return;
       }
       try {
-        await insertOnce(conversation, place.lastSeq, step);
+        if (await insertOrFind(conversation, place, step)) return;
       } catch (error) {
-        if (error instanceof CommitUnknown) {
-          if (await landedAfterAll(conversation, place, step)) return;
-          // Not landed when looked at: saved now, once, even if that COMMIT lands meanwhile after all.
-          await insertOnce(conversation, place.lastSeq, step);
-        } else {
-          if (!isDuplicate(error) || !place.question) throw error;
-          // Another writer took our place: continue after its messages, as a turn of our own.
-          place.lastSeq = await lastSeq(conversation.id);
-          step = first?.role === 'user' ? step : [{ message: place.question }, ...step];
-          await insertStep(conversation, place.lastSeq, step);
-          options.onMoved?.(conversation.id);
-        }
+        if (!isDuplicate(error) || !place.question) throw error;
+        // Another writer took our place: continue after its messages, as a turn of our own.
+        place.lastSeq = await lastSeq(conversation.id);
+        step = first?.role === 'user' ? step : [{ message: place.question }, ...step];
+        await insertStep(conversation, place.lastSeq, step);
+        options.onMoved?.(conversation.id);
       }
       place.lastSeq += step.length;
       conversation.saved = true;
     },
   };
+}
+
+/**
+ * Inserts the step at its place, once. If its COMMIT got no answer, looks whether it landed: true if
+ * it did (the place is then past it); if not, inserts it again, once even if that COMMIT lands meanwhile.
+ */
+async function insertOrFind(
+  conversation: Conversation,
+  place: Place,
+  step: MessageToSave[],
+): Promise<boolean> {
+  try {
+    await insertOnce(conversation, place.lastSeq, step);
+    return false;
+  } catch (error) {
+    if (!(error instanceof CommitUnknown)) throw error;
+    if (await landedAfterAll(conversation, place, step)) return true;
+    await insertOnce(conversation, place.lastSeq, step);
+    return false;
+  }
 }
 
 /**
@@ -156,7 +170,7 @@ async function stored(
 /**
  * How many of these messages, from the first, are the rows stored right after `lastSeq`; -1 if those
  * rows are anything else (another writer's). A step is identified by its conversation, its place
- * (seq) and its own messages, which carry the provider's ids for its tool calls: compared whole.
+ * (seq) and its own messages, compared whole (its tool calls' ids included).
  */
 async function storedAlready(
   conversationId: string,
