@@ -1,7 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
-import type { ScriptIo } from '../shared/cli.ts';
 import type { LlmSettings } from '../shared/config.ts';
-import { CommitUnknown } from '../shared/db.ts';
+import { CommitUnknown, withTransaction } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -16,7 +15,7 @@ import { systemPrompt } from './prompt.ts';
 import { safeRunTool } from './safe-run-tool.ts';
 import type { Customer } from './session.ts';
 import { TOOL_DEFINITIONS, type Tool, type ToolContext } from './tools.ts';
-import { memoryEvent, Trace } from './trace.ts';
+import { memoryEvent, Trace, type TraceOptions } from './trace.ts';
 
 /**
  * The most model calls one question may take. Real questions need two or three (look up, check,
@@ -50,7 +49,7 @@ export interface AgentResult {
   saveError?: string;
 }
 
-export interface AgentOptions {
+export interface AgentOptions extends TraceOptions {
   /** The provider to ask, as the entry script read it from .env. */
   llm: LlmSettings;
   /** Where the conversation is loaded from and saved to (memory.ts). */
@@ -59,14 +58,9 @@ export interface AgentOptions {
   callModel?: typeof chatWithTools;
   /** Tools the entry script adds to this chapter's own (tools.ts). */
   tools?: Tool[];
-  /** Where traces are written (LOG_DIR, checked at start). */
-  logDir: string;
-  /** Hide the trace lines on the terminal. */
-  quiet?: boolean;
-  stderr?: ScriptIo['stderr']; // where the trace lines are shown: the entry script's stderr
-  onTraceLine?: (line: string) => void; // instead of stderr: going further's streamed answer
   /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;
+  write?: (conversationId: string) => typeof withTransaction; // going further's checks the lease
 }
 
 /** Answers one question of a conversation, for the signed-in customer, whose data alone the tools reach. */
@@ -87,11 +81,13 @@ export async function runAgent(
     ...history.messages,
     { role: 'user', content: question },
   ];
-  const turn = recordTurn(conversation, options.store, trace, question);
+  const turn = recordTurn(conversation, options.store, trace);
+  turn.add({ message: { role: 'user', content: question } }); // the turn's first message
   const callCounts = new Map<string, number>();
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
   const { llm, signal } = options;
-  const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal };
+  const write = options.write?.(conversation.id) ?? withTransaction; // a tool's writes (tools.ts)
+  const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal, write };
   const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
   for (let step = 1; step <= MAX_STEPS; step++) {
     const started = Date.now();
@@ -133,13 +129,8 @@ export async function runAgent(
  * A question's record: its messages not saved yet (the question, then each step) and the tokens spent.
  * A failed save is tried again with the next step, and reported with the answer if still unsaved.
  */
-function recordTurn(
-  conversation: Conversation,
-  store: ConversationStore,
-  trace: Trace,
-  question: string,
-) {
-  let unsaved: MessageToSave[] = [{ message: { role: 'user', content: question } }];
+function recordTurn(conversation: Conversation, store: ConversationStore, trace: Trace) {
+  let unsaved: MessageToSave[] = [];
   let saveError: string | undefined;
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const turn = {
@@ -163,16 +154,15 @@ function recordTurn(
     answered(reply: ChatResult, step: number) {
       const [answer, cost] = [reply.text.trim(), reply.usage];
       if (answer) return turn.finish(answer, 'answered', step, { message: reply.message, cost });
-      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, {
-        message: fallback(EMPTY_ANSWER),
-        cost,
-      });
+      const message = fallback(EMPTY_ANSWER);
+      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { message, cost });
     },
     // The answer is saved like a step, so the stored turn reads question → answer. A cancelled turn
-    // saves nothing more: loading closes it (context.ts).
+    // has no answer (loading closes it, context.ts), and a question cancelled before any step is not kept.
     async finish(answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) {
       if (outcome !== 'cancelled') turn.add(saved ?? { message: fallback(answer) });
-      if (unsaved.length > (outcome === 'cancelled' ? 1 : 0)) await turn.save(steps);
+      const stepsUnsaved = unsaved.some((saved) => saved.message.role !== 'user');
+      if (stepsUnsaved) await turn.save(steps);
       trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
       return { answer, outcome, steps, usage, traceFile: trace.file, saveError };
     },

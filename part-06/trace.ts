@@ -28,6 +28,7 @@ export interface TraceOptions {
   /** Where the terminal lines go: the entry script's stderr (default: this process's). */
   stderr?: ScriptIo['stderr'];
   onTraceLine?: (line: string) => void; // instead of stderr: a streamed answer's printer
+  mayWrite?: (conversationId: string) => boolean; // going further: false once its lease is lost
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -52,7 +53,7 @@ export class Trace {
 
   constructor(
     private readonly conversation: { id: string; saved: boolean },
-    options: TraceOptions,
+    private readonly options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
     this.stderr = options.stderr ?? process.stderr;
@@ -71,7 +72,7 @@ export class Trace {
     };
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
     this.held += printableJson(line) + '\n';
-    if (this.conversation.saved) {
+    if (this.conversation.saved && this.options.mayWrite?.(this.conversation.id) !== false) {
       this.append(this.held);
       this.held = '';
     }

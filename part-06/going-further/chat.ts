@@ -16,7 +16,12 @@ import { memoryBudget } from '../context.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
-import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
+import {
+  ERASED_WHILE_ANSWERING,
+  LeaseLost,
+  WAITING_FOR_OTHER_QUESTION,
+  withConversationLock,
+} from './question/lease.ts';
 import { storeAndTools } from './question/agent-options.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { ConversationDeleted } from './store/hardened-store.ts';
@@ -143,6 +148,16 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
 }
 
 /**
+ * Whether the conversation was deleted while its question ran (its row gone). Its id is then printed
+ * no more, not even in "Resume later with". If the database cannot say, the conversation is kept.
+ */
+async function erasedMeanwhile(conversation: Conversation): Promise<boolean> {
+  if (!conversation.saved) return false; // never stored: nothing of it to resume anyway
+  const found = await findConversation(conversation.id, conversation.customerId).catch(() => true);
+  return !found;
+}
+
+/**
  * One question; its result, unless it failed before the agent finished. What goes wrong is said in one
  * line and the chat goes on, except a setup problem.
  */
@@ -155,13 +170,20 @@ async function ask(
   const out = answerPrinter(io); // the answer as it streams in, the trace lines around it
   const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   try {
-    // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind.
+    // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind,
+    // and a save refused because the question lost its lease may mean the conversation was erased.
     const { store } = chat.options;
-    let saved = false;
+    let [saved, leaseLost] = [false, false];
     const watched = {
       ...store,
       saveStep: (...args: Parameters<typeof store.saveStep>) =>
-        store.saveStep(...args).then(() => void (saved = true)),
+        store.saveStep(...args).then(
+          () => void (saved = true),
+          (error: unknown) => {
+            leaseLost ||= error instanceof LeaseLost;
+            throw error;
+          },
+        ),
     };
     const options = {
       ...chat.options,
@@ -176,7 +198,13 @@ async function ask(
       () => runAgent(question, chat.customer, chat.conversation, options),
       { signal, onWait },
     );
-    out.finish(result, saved);
+    if (leaseLost && (await erasedMeanwhile(chat.conversation))) {
+      out.finish({ ...result, saveError: undefined }, saved);
+      chat.conversation = newConversation(chat.customer.id);
+      console.log(
+        `${ERASED_WHILE_ANSWERING} Continuing in a new conversation: ${chat.conversation.id}\n`,
+      );
+    } else out.finish(result, saved);
     return result;
   } catch (error) {
     out.breakLine();

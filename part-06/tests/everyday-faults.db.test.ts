@@ -349,7 +349,7 @@ describe('a conversation deleted while its full chat is open', () => {
     const result = await done;
     expect(result.stdout).toMatch(
       new RegExp(
-        `Conversation ${id} was deleted, so nothing more is saved in it\\. Continuing in a new conversation: ([0-9a-f]{32})\\nNimbus: Second answer\\.`,
+        `This conversation was deleted, so nothing more is saved in it\\. Continuing in a new conversation: ([0-9a-f]{32})\\nNimbus: Second answer\\.`,
       ),
     );
     const next = result.stdout.match(/Continuing in a new conversation: ([0-9a-f]{32})/)![1];

@@ -379,7 +379,7 @@ describe('a question whose lease ran out while it worked (its process frozen pas
     // Its answer is shown, and it says why it was not kept.
     expect(firstDone.stdout).toBe('Answer to: First process\n');
     expect(firstDone.stderr).toContain(
-      `Not saved: Conversation ${id} was deleted or taken over while Nimbus was answering`,
+      'Not saved: This conversation was deleted or taken over while Nimbus was answering',
     );
     expect(firstDone.code).toBe(1);
 

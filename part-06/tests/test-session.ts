@@ -1,11 +1,13 @@
 // Test helper: one customer's conversation, asked in-process the way a chat asks: the chapter's (plain store) or the full Nimbus's (hardened store, one question at a time).
 import type { LlmSettings } from '../../shared/config.ts';
 import { logDir } from '../../shared/config.ts';
+import { withTransaction } from '../../shared/db.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { DEFAULT_BUDGET, type MemoryBudget } from '../context.ts';
 import { newConversation, plainStore, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
-import { withConversationLock } from '../going-further/question/lease.ts';
+import type { ToolContext } from '../tools.ts';
+import { leaseFence, withConversationLock } from '../going-further/question/lease.ts';
 import { hardenedStore, type HardenedStoreOptions } from '../going-further/store/hardened-store.ts';
 
 export interface TestSession {
@@ -17,6 +19,9 @@ export interface TestSession {
 }
 
 export { DEFAULT_BUDGET };
+
+/** A question's writes as the core makes them (one plain transaction), for tests that call tools directly. */
+export const inTransaction: ToolContext['write'] = (work) => withTransaction(work);
 
 /** As part-06/chat.ts asks: the plain store, no lock. */
 export function coreSession(
@@ -50,6 +55,7 @@ export function fullSession(
     llm,
     logDir: logDir(),
     store: hardenedStore(DEFAULT_BUDGET, storeOptions),
+    ...leaseFence,
     quiet: true,
   };
   const session: TestSession = {

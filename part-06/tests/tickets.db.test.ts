@@ -6,6 +6,7 @@ import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { MAX_TICKETS_PER_TURN, runTool, TOOL_DEFINITIONS, type ToolContext } from '../tools.ts';
 import { newConversation } from '../memory.ts';
+import { inTransaction } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const sofia = { id: 3, name: 'Sofia García', email: 'sofia.garcia@example.com' };
@@ -20,7 +21,13 @@ beforeEach(async () => {
   // Every test starts with no tickets, numbered from 5001 again: none depends on another's.
   await query('DELETE FROM tickets');
   await query('ALTER TABLE tickets AUTO_INCREMENT = 5001');
-  context = { customer: maya, conversation, llm: NO_PROVIDER, ticketsOpened: 0 }; // a new question
+  context = {
+    customer: maya,
+    conversation,
+    llm: NO_PROVIDER,
+    ticketsOpened: 0,
+    write: inTransaction,
+  }; // a new question
 });
 afterAll(() => db.drop());
 
@@ -98,7 +105,13 @@ describe('create_support_ticket', () => {
             name: 'create_support_ticket',
             arguments: { category: 'warranty', summary: 'Broken.', order_id: 1043 },
           },
-          { customer: maya, conversation, llm: NO_PROVIDER, ticketsOpened: 0 },
+          {
+            customer: maya,
+            conversation,
+            llm: NO_PROVIDER,
+            ticketsOpened: 0,
+            write: inTransaction,
+          },
         ),
       ),
     );
@@ -199,6 +212,7 @@ describe('list_customer_orders', () => {
       conversation: newConversation(sofia.id),
       llm: NO_PROVIDER,
       ticketsOpened: 0,
+      write: inTransaction,
     };
     expect(
       ((await run('list_customer_orders', {})).orders as Array<{ order_id: number }>).map(

@@ -6,6 +6,7 @@ import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool, TOOL_DEFINITIONS } from '../tools.ts';
 import { newConversation } from '../memory.ts';
+import { inTransaction } from './test-session.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
@@ -29,7 +30,13 @@ const call = (
       arguments: args,
       ...(argumentsError ? { arguments_error: argumentsError } : {}),
     },
-    { customer, conversation: newConversation(customer.id), llm: NO_PROVIDER, ticketsOpened: 0 },
+    {
+      customer,
+      conversation: newConversation(customer.id),
+      llm: NO_PROVIDER,
+      ticketsOpened: 0,
+      write: inTransaction,
+    },
   );
 
 describe('get_order_status', () => {

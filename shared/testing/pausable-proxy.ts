@@ -9,10 +9,19 @@ export interface PausableProxy {
   /** Everything held back passes again. */
   thaw(): void;
   /**
-   * The next COMMIT reaches the server, which commits; its answer is dropped and the connection cut,
-   * as when a network fails or a timeout strikes just after COMMIT was sent.
+   * The next COMMIT (with `statement`: of a transaction that sent it) reaches the server, which
+   * commits; its answer is dropped and the connection cut, as when a network fails or a timeout
+   * strikes just after COMMIT was sent.
    */
-  loseNextCommitAnswer(): void;
+  loseNextCommitAnswer(statement?: RegExp): void;
+  /**
+   * The next COMMIT of a transaction that sent `statement` (e.g. /INSERT INTO messages/) is held: the
+   * app waits, gives up (DB_TIMEOUT_SECONDS), drops its connection and sends KILL, which is swallowed,
+   * as by a network that lost it. The server keeps the transaction; its COMMIT is delivered, and
+   * commits, just before the app begins its next transaction, so it lands after the app looked
+   * whether it had. Resolves once it has committed.
+   */
+  commitLate(statement: RegExp): Promise<void>;
   /** Cuts every open connection now (a restart, a KILL, a network blip); new ones are served. */
   cutAll(): void;
   close(): Promise<void>;
@@ -26,7 +35,8 @@ export interface PausableProxy {
  */
 export async function startPausableProxy(host: string, port: number): Promise<PausableProxy> {
   let frozen = false;
-  let loseCommitAnswer = false;
+  let loseCommitAnswer: RegExp | undefined; // see loseNextCommitAnswer
+  let late: Late | undefined; // see commitLate
   const pairs = new Set<[net.Socket, net.Socket]>();
   const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
   const server = net.createServer((client) => {
@@ -34,26 +44,61 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     const pair: [net.Socket, net.Socket] = [client, upstream];
     pairs.add(pair);
     let cutAfterAnswer = false;
+    let sentStatement = false; // since this connection's last COMMIT: the statement commitLate waits for
+    let sentLoseStatement = false; // the same for loseNextCommitAnswer
     client.on('data', (chunk) => {
-      if (loseCommitAnswer && isCommit(chunk)) {
-        loseCommitAnswer = false;
+      if (loseCommitAnswer && isQuery(chunk) && loseCommitAnswer.test(textOf(chunk)))
+        sentLoseStatement = true;
+      if (loseCommitAnswer && sentLoseStatement && isCommit(chunk)) {
+        loseCommitAnswer = undefined;
         cutAfterAnswer = true;
       }
+      if (late?.stage === 'armed' && isQuery(chunk) && late.statement.test(textOf(chunk)))
+        sentStatement = true;
     });
     upstream.on('data', () => {
       if (!cutAfterAnswer) return;
       client.destroy(); // the server committed and answered; the answer never arrives
       upstream.destroy();
     });
+    // What commitLate does with the app's statements: true if it took this one.
+    const lateTakes = (chunk: Buffer): boolean => {
+      if (!late || !isQuery(chunk)) return false;
+      if (late.stage === 'armed' && sentStatement && isCommit(chunk)) {
+        Object.assign(late, { stage: 'held', commit: chunk, upstream, client });
+        return true;
+      }
+      if (late.stage !== 'armed' && /^kill\b/i.test(textOf(chunk))) return true; // never heard
+      if (late.stage === 'given up' && /^(start transaction|begin)\b/i.test(textOf(chunk))) {
+        const taken = late;
+        taken.stage = 'delivering';
+        taken.upstream!.once('data', () => {
+          taken.upstream!.destroy(); // committed; the app's end of it is long gone
+          late = undefined;
+          upstream.write(chunk);
+          taken.done();
+        });
+        taken.upstream!.write(taken.commit!);
+        return true;
+      }
+      return false;
+    };
+    // The app gives up on a held COMMIT by dropping its connection (then it sends KILL).
+    client.on('close', () => {
+      if (late?.stage === 'held' && late.client === client) late.stage = 'given up';
+    });
     for (const [from, to] of [pair, [upstream, client] as const]) {
       from.on('data', (chunk) => {
         if (from === upstream && cutAfterAnswer) return;
+        if (from === client && lateTakes(chunk)) return;
         if (frozen) held.push([to, chunk]);
         else to.write(chunk);
       });
-      from.on('error', () => to.destroy());
+      // The server's end of a held COMMIT outlives the app's, which gave up on it.
+      const keep = () => from === client && late?.upstream === upstream;
+      from.on('error', () => keep() || to.destroy());
       from.on('close', () => {
-        to.destroy();
+        if (!keep()) to.destroy();
         pairs.delete(pair);
       });
     }
@@ -68,9 +113,13 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
       frozen = false;
       for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
     },
-    loseNextCommitAnswer: () => {
-      loseCommitAnswer = true;
+    loseNextCommitAnswer: (statement = /^commit\b/i) => {
+      loseCommitAnswer = statement;
     },
+    commitLate: (statement) =>
+      new Promise<void>((done) => {
+        late = { stage: 'armed', statement, done };
+      }),
     cutAll: () => {
       for (const [client, upstream] of pairs) {
         client.destroy();
@@ -88,11 +137,25 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
   };
 }
 
-/** A MySQL packet carrying the statement COMMIT: 3 bytes of length, a sequence number, COM_QUERY (3), the text. */
+/** A COMMIT held by commitLate, from the statement it waits for to its late delivery. */
+interface Late {
+  stage: 'armed' | 'held' | 'given up' | 'delivering';
+  statement: RegExp;
+  commit?: Buffer;
+  upstream?: net.Socket;
+  client?: net.Socket;
+  done: () => void;
+}
+
+/** A MySQL packet carrying a statement: 3 bytes of length, a sequence number, COM_QUERY (3), the text. */
+function isQuery(chunk: Buffer): boolean {
+  return chunk.length >= 5 && chunk[4] === 0x03;
+}
+
+function textOf(chunk: Buffer): string {
+  return chunk.subarray(5).toString('latin1').trim();
+}
+
 function isCommit(chunk: Buffer): boolean {
-  return (
-    chunk.length >= 5 &&
-    chunk[4] === 0x03 &&
-    /^commit\b/i.test(chunk.subarray(5).toString('latin1').trim())
-  );
+  return isQuery(chunk) && /^commit\b/i.test(textOf(chunk));
 }

@@ -4,7 +4,7 @@
 // note is never read, changed or deleted here, and looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import { query, withTransaction } from '../../../shared/db.ts';
-import { renew } from '../question/lease.ts';
+import { fencedTransaction, LeaseLost } from '../question/lease.ts';
 
 /** The longest note: a sentence or two. Anything longer is not a note. */
 export const MAX_NOTE_CHARS = 300;
@@ -67,15 +67,16 @@ export type SaveOutcome =
  * revived note counts against MAX_NOTES_PER_CUSTOMER: past it, nothing is kept ('full'). An expiry
  * before today is refused, with today's date for the model to ask the customer again. 'erased': the
  * conversation was erased while the question was answered (its lease was taken), so nothing is kept.
+ * `write`: the question's fenced write path (the tool's context.write); by default the same fence.
  */
 export async function saveNote(
   customerId: number,
   conversationId: string,
   text: string,
   expiresOn: string | null,
+  write: typeof withTransaction = (work) => fencedTransaction(conversationId, work),
 ): Promise<SaveOutcome> {
-  return withTransaction(async (db) => {
-    if (!(await renew(conversationId, db))) return { outcome: 'erased' };
+  return write(async (db): Promise<SaveOutcome> => {
     // First a write to the customer's guard row (customer-memory.sql says why a write and not a lock).
     // Written before anything is read, so the reads below see every save committed before this one.
     await db.query(
@@ -115,6 +116,9 @@ export async function saveNote(
       [customerId, text, conversationId, expiresOn],
     );
     return { outcome: 'saved', id: inserted.insertId };
+  }).catch((error: unknown) => {
+    if (error instanceof LeaseLost) return { outcome: 'erased' as const };
+    throw error;
   });
 }
 

@@ -77,7 +77,8 @@ function rememberNoteTool(): Tool {
           error: `No more than ${MAX_NOTES_PER_QUESTION} notes can be kept for one question.`,
         };
 
-      const saved = await saveNote(context.customer.id, context.conversation.id, text, expiresOn);
+      const { customer, conversation, write } = context;
+      const saved = await saveNote(customer.id, conversation.id, text, expiresOn, write);
       if (saved.outcome === 'saved' || saved.outcome === 'revived')
         kept.set(context, (kept.get(context) ?? 0) + 1);
       return noteResult(saved, expiresOn);

@@ -16,7 +16,7 @@ import { printable, printableJson } from '../../../shared/text.ts';
 import { runAgent, type AgentOptions } from '../../agent.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
 import { newConversation, type ConversationStore } from '../../memory.ts';
-import { withConversationLock } from '../question/lease.ts';
+import { leaseFence, withConversationLock } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 
@@ -159,7 +159,8 @@ async function worker(
     lockWaits: 0,
     errors: [],
   };
-  const options: AgentOptions = { ...agent, store: timed(hardenedStore(DEFAULT_BUDGET), measured) };
+  const store = timed(hardenedStore(DEFAULT_BUDGET), measured);
+  const options: AgentOptions = { ...agent, store, ...leaseFence };
   const started = performance.now();
   await Promise.all(
     Array.from({ length: customers }, async (_, i) => {

@@ -1,7 +1,8 @@
-// Going further: what chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, and the tools that keep them.
+// Going further: what chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, the tools that keep them, and the fence every write of a question goes through.
 import { dim } from '../../../shared/cli.ts';
 import type { AgentOptions } from '../../agent.ts';
 import type { MemoryBudget } from '../../context.ts';
+import { leaseFence } from './lease.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { describeRecall } from '../notes/notes-view.ts';
@@ -16,7 +17,7 @@ export function storeAndTools(
   budget: MemoryBudget,
   notesMaxChars: number,
   { logDir, quiet, stderr = process.stderr }: Pick<AgentOptions, 'logDir' | 'quiet' | 'stderr'>,
-): Pick<AgentOptions, 'store' | 'tools'> {
+): Pick<AgentOptions, 'store' | 'tools' | 'write' | 'mayWrite'> {
   const say = (line: string) => stderr.write(`${dim(line, stderr)}\n`);
   const store = hardenedStore(budget, {
     onDamaged: (id, damaged) => say(describeDamage(id, damaged)),
@@ -24,5 +25,6 @@ export function storeAndTools(
   const withNotes = withCustomerNotes(store, notesMaxChars, (recall) => {
     if (recall.notes.length && !quiet) say(describeRecall(recall));
   });
-  return { store: withNotes, tools: customerMemoryTools(logDir) };
+  // The tools write through the lease's fence, as the store does: nothing lands after an erasure took over.
+  return { store: withNotes, tools: customerMemoryTools(logDir), ...leaseFence };
 }

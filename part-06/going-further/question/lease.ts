@@ -10,8 +10,9 @@
 // of a cluster has its own, so two questions on two nodes both get in. A row is written in a transaction
 // like any other: every node sees it, and two nodes taking it at once collide (one is retried, and sees
 // the other's). It expires unless renewed, so a crashed process holds a conversation for
-// LEASE_SECONDS at most; and every save checks it is still ours (hardened-store.ts), so a question whose
-// lease was taken from it (an erasure, or its process frozen past the expiry) writes nothing more.
+// LEASE_SECONDS at most; and every write of a question checks it is still ours (fencedTransaction below,
+// for its saves and its tools alike), so a question whose lease was taken from it (an erasure, or its
+// process frozen past the expiry) writes nothing more.
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
@@ -22,6 +23,7 @@ import {
   query,
   withTransaction,
 } from '../../../shared/db.ts';
+import type { AgentOptions } from '../../agent.ts';
 
 /** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
 export const LEASE_SECONDS = 30;
@@ -35,6 +37,10 @@ const POLL_MS = 200;
 /** What to tell the person whose question waits (onWait), so a pause is never silent. */
 export const WAITING_FOR_OTHER_QUESTION = `(Waiting for the question another window is asking in this conversation to finish, up to ${CONVERSATION_WAIT_SECONDS} s…)`;
 
+/** Said instead of "not saved" when an erasure (forget.ts, a reset) took the conversation mid-question. */
+export const ERASED_WHILE_ANSWERING =
+  'This conversation was erased while Nimbus was answering, so nothing of it is kept, this answer included.';
+
 /** Another process is answering in this conversation, and did not finish within the wait. */
 export class ConversationBusy extends DatabaseError {
   override name = 'ConversationBusy';
@@ -45,12 +51,15 @@ export class ConversationBusy extends DatabaseError {
   }
 }
 
-/** This question's lease was taken from it (an erasure, a reset, or it was frozen past the expiry). */
+/**
+ * This question's lease was taken from it (an erasure, a reset, or it was frozen past the expiry). It
+ * names no conversation: after an erasure, its id is the customer's no more.
+ */
 export class LeaseLost extends DatabaseError {
   override name = 'LeaseLost';
-  constructor(conversationId: string) {
+  constructor() {
     super(
-      `Conversation ${conversationId} was deleted or taken over while Nimbus was answering, so nothing more of this question was saved in it.`,
+      'This conversation was deleted or taken over while Nimbus was answering, so nothing more of this question was saved in it.',
     );
   }
 }
@@ -72,13 +81,58 @@ export interface LeaseOptions {
   takeOver?: boolean;
 }
 
-/** The leases this process holds, conversation id → holder: saves check theirs is still current. */
-const held = new Map<string, string>();
+/**
+ * The leases this process holds, by conversation id: the holder's token, which every fenced write
+ * checks, and what this process last learnt of it (when it expires at the latest, by our clock, and
+ * whether a renewal found it taken).
+ */
+const held = new Map<string, { holder: string; until: number; lost: boolean }>();
 
 /** This process's holder of a conversation's lease, if it holds one. */
 export function leaseHolder(conversationId: string): string | undefined {
-  return held.get(conversationId);
+  return held.get(conversationId)?.holder;
 }
+
+/**
+ * The full Nimbus's one write path for a question (the store's saves, the tools' writes): a transaction
+ * that first renews the question's lease, so once an erasure or a reset took the lease, whatever was in
+ * flight writes nothing (LeaseLost), checked by the database in the same transaction as the write (a
+ * fencing token). Outside a lease (a test, a script) it is a plain transaction.
+ */
+export function fencedTransaction<T>(
+  conversationId: string,
+  work: (db: PoolConnection) => Promise<T>,
+): Promise<T> {
+  return withTransaction(async (db) => {
+    if (!(await renew(conversationId, db))) throw new LeaseLost();
+    return work(db);
+  });
+}
+
+/** What the agent is given (agent.ts's `write` and `mayWrite`): its tools' writes and its trace, fenced. */
+export const leaseFence: Required<Pick<AgentOptions, 'write' | 'mayWrite'>> = {
+  // An acting tool looks before it writes (a ticket already open is returned, not opened again), so a
+  // write whose COMMIT answer was lost is run once more: it finds what the first did, and the customer
+  // hears that (the ticket's number), not "a technical problem", before the model says anything.
+  write: (conversationId) => async (work) => {
+    try {
+      return await fencedTransaction(conversationId, work);
+    } catch (error) {
+      if (!(error instanceof CommitUnknown)) throw error;
+      return fencedTransaction(conversationId, work);
+    }
+  },
+  // Trace lines are files, which cannot join the transaction: they are written only while this process
+  // last knew the lease to be ours and unexpired. What remains is the window between a takeover and
+  // this process's next renewal or fenced write (RENEW_MS at most). An erasure deletes the trace file
+  // after it took the lease, and the trace never creates a deleted file again (trace.ts), so lines in
+  // that window are deleted with the file or not written; after a takeover by another question of the
+  // same conversation (this process frozen past the expiry), they may sit beside that question's.
+  mayWrite: (conversationId) => {
+    const lease = held.get(conversationId);
+    return !lease || (!lease.lost && Date.now() < lease.until);
+  },
+};
 
 /**
  * Runs fn while no other question is answered in this conversation, renewing the lease meanwhile.
@@ -121,9 +175,10 @@ export async function takeLeases(
   };
   try {
     for (const target of targets) {
+      const asked = Date.now(); // the lease runs from the server's clock, a little after this
       await takeOne(target, holder, options);
       taken.push(target.id);
-      held.set(target.id, holder);
+      held.set(target.id, { holder, until: asked + LEASE_SECONDS * 1000, lost: false });
     }
   } catch (error) {
     await release();
@@ -182,16 +237,32 @@ async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): 
 
 /** Pushes this process's lease on a conversation further out; false if it is no longer ours, or expired. */
 export async function renew(conversationId: string, db?: PoolConnection): Promise<boolean> {
-  const holder = held.get(conversationId);
-  if (!holder) return true; // not answering under a lease (a test, a tool): nothing to check
+  const lease = held.get(conversationId);
+  if (!lease) return true; // not answering under a lease (a test, a tool): nothing to check
+  const { holder } = lease;
+  const asked = Date.now();
   // An expired lease is lost even if nobody took it yet: a process frozen past the expiry cannot tell.
   const sql = `UPDATE question_leases SET expires_at = NOW(3) + INTERVAL ? SECOND
                 WHERE conversation_id = ? AND holder = ? AND expires_at >= NOW(3)`;
   const params = [LEASE_SECONDS, conversationId, holder];
-  const [result] = db
-    ? await db.query<ResultSetHeader>(sql, params)
-    : [await query<ResultSetHeader>(sql, params)];
-  return result.affectedRows > 0;
+  const renewed = await (
+    db
+      ? db.query<ResultSetHeader>(sql, params).then(([result]) => result.affectedRows > 0)
+      : query<ResultSetHeader>(sql, params).then((result) => result.affectedRows > 0)
+  ).catch((error: unknown) => {
+    // A reset dropped the table with every lease in it: this one is no longer ours either.
+    if (tableMissing(error)) return false;
+    throw error;
+  });
+  if (!renewed) lease.lost = true;
+  else lease.until = asked + LEASE_SECONDS * 1000;
+  return !lease.lost;
+}
+
+/** MySQL's "no such table", from the driver or as explained by db.ts (the driver's error as its cause). */
+function tableMissing(error: unknown): boolean {
+  const code = (e: unknown) => (e as { code?: string } | undefined)?.code;
+  return code(error) === 'ER_NO_SUCH_TABLE' || code((error as Error).cause) === 'ER_NO_SUCH_TABLE';
 }
 
 /** The customer's conversations with a question in flight, new ones (no row yet) included. */

@@ -4,9 +4,11 @@
 // - Defensive reading (read-history.ts): a damaged row is left out and reported, never sent.
 // - Storable messages (fit-message.ts): what MariaDB would refuse is changed as little as possible, and noted.
 // - A deleted conversation (forget.ts, prune.ts) is never written again, nor one whose question lost its
-//   lease (lease.ts): the lease is checked in the same transaction as the save.
+//   lease: every save goes through the question's one fenced write path (fencedTransaction, conversation-lock.ts),
+//   which checks the lease in the same transaction as the save.
 // - A save whose COMMIT got no answer (a timeout, a dropped connection) may have landed: before it is
-//   sent again, the store looks at the rows where it would be, so it is never stored twice or lost.
+//   sent again, the store looks at the rows where it would be, and a COMMIT that lands even later (after
+//   that look) is found by the messages' key (insertOnce), so a step is never stored twice or lost.
 // - Its place in the conversation: each save continues at the seq this process last saw. If another
 //   writer got there first (two windows, after the lock's connection dropped), the primary key
 //   (conversation_id, seq) refuses the insert, and the rest of this turn is stored as a turn of its
@@ -14,7 +16,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { ResultSetHeader } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
-import { CommitUnknown, DatabaseError, query, withTransaction } from '../../../shared/db.ts';
+import { CommitUnknown, DatabaseError, query } from '../../../shared/db.ts';
 import type { MemoryBudget } from '../../context.ts';
 import {
   insertMessages,
@@ -23,7 +25,7 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../../memory.ts';
-import { LeaseLost, renew } from '../question/lease.ts';
+import { fencedTransaction } from '../question/lease.ts';
 import { loadContext, type LoadedContext } from './load-context.ts';
 import { indexMessages } from '../notes/past-conversations.ts';
 import { storable } from './fit-message.ts';
@@ -32,8 +34,9 @@ import type { Damage } from './read-history.ts';
 /** The conversation was deleted (forget.ts, prune.ts) while a chat still had it open. */
 export class ConversationDeleted extends DatabaseError {
   override name = 'ConversationDeleted';
+  // Its id is not said: it names nothing of the customer's any more.
   constructor(readonly conversationId: string) {
-    super(`Conversation ${conversationId} was deleted, so nothing more is saved in it.`);
+    super('This conversation was deleted, so nothing more is saved in it.');
   }
 }
 
@@ -80,15 +83,8 @@ export function hardenedStore(
         if (step.length === 0) return;
       }
       try {
-        await insertStep(conversation, place.lastSeq, step);
+        if (await insertOrFind(conversation, place, step)) return;
       } catch (error) {
-        if (error instanceof CommitUnknown) {
-          if (await landedAfterAll(conversation, place, step)) return;
-          await insertStep(conversation, place.lastSeq, step); // it did not land: saved now
-          place.lastSeq += step.length;
-          conversation.saved = true;
-          return;
-        }
         if (!isDuplicate(error) || !place.question) throw error;
         // Another writer took our place: continue after its messages, as a turn of our own.
         place.lastSeq = await lastSeq(conversation.id);
@@ -103,6 +99,26 @@ export function hardenedStore(
 }
 
 /**
+ * Inserts the step at its place, once. If its COMMIT got no answer, looks whether it landed: true if
+ * it did (the place is then past it); if not, inserts it again, once even if that COMMIT lands meanwhile.
+ */
+async function insertOrFind(
+  conversation: Conversation,
+  place: Place,
+  step: MessageToSave[],
+): Promise<boolean> {
+  try {
+    await insertOnce(conversation, place.lastSeq, step);
+    return false;
+  } catch (error) {
+    if (!(error instanceof CommitUnknown)) throw error;
+    if (await landedAfterAll(conversation, place, step)) return true;
+    await insertOnce(conversation, place.lastSeq, step);
+    return false;
+  }
+}
+
+/**
  * A COMMIT got no answer: looks at once whether the step landed (on a cluster, through another node if
  * need be). If even that fails, the step is remembered, to be looked for before the next save.
  */
@@ -111,8 +127,7 @@ async function landedAfterAll(
   place: Place,
   step: MessageToSave[],
 ): Promise<boolean> {
-  // As the rows would read back: storable, and through JSON (no undefined fields).
-  place.unknown = step.map(({ message }) => JSON.parse(JSON.stringify(storable(message).message)));
+  place.unknown = asStored(step);
   try {
     return await settled(conversation, place);
   } catch (error) {
@@ -150,16 +165,55 @@ async function stored(
   lastSeq: number,
   messages: StoredMessage[],
 ): Promise<boolean> {
+  return (await storedAlready(conversationId, lastSeq, messages)) === messages.length;
+}
+
+/**
+ * How many of these messages, from the first, are the rows stored right after `lastSeq`; -1 if those
+ * rows are anything else (another writer's). A step is identified by its conversation, its place
+ * (seq) and its own messages, compared whole (its tool calls' ids included).
+ */
+async function storedAlready(
+  conversationId: string,
+  lastSeq: number,
+  messages: StoredMessage[],
+): Promise<number> {
   const rows = await query<Array<{ data: string }>>(
     `SELECT CAST(data AS CHAR) AS data FROM messages
       WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     [conversationId, lastSeq, messages.length],
   );
   // Compared as values: MySQL 8 stores JSON with its keys reordered.
-  return (
-    rows.length === messages.length &&
-    rows.every((row, i) => isDeepStrictEqual(JSON.parse(row.data), messages[i]))
-  );
+  const same = rows.every((row, i) => isDeepStrictEqual(JSON.parse(row.data), messages[i]));
+  return same ? rows.length : -1;
+}
+
+/** The step's messages as their rows read back: storable, and through JSON (no undefined fields). */
+function asStored(step: MessageToSave[]): StoredMessage[] {
+  return step.map(({ message }) => JSON.parse(JSON.stringify(storable(message).message)));
+}
+
+/**
+ * Inserts the step at its place, once whatever became of an earlier COMMIT of it: if its place is
+ * taken by this very step (that COMMIT landed late, after the app gave up on it), or by its first
+ * messages, it is "already stored", checked, not assumed, and only the rest is inserted. Rows of
+ * another writer there are the caller's to handle (ER_DUP_ENTRY).
+ */
+async function insertOnce(
+  conversation: Conversation,
+  lastSeq: number,
+  step: MessageToSave[],
+): Promise<void> {
+  try {
+    await insertStep(conversation, lastSeq, step);
+  } catch (error) {
+    if (!isDuplicate(error)) throw error;
+    const already = await storedAlready(conversation.id, lastSeq, asStored(step));
+    if (already <= 0) throw error;
+    conversation.saved = true; // the late COMMIT created its row
+    if (already < step.length)
+      await insertStep(conversation, lastSeq + already, step.slice(already));
+  }
 }
 
 /** One step in one transaction, numbered from lastSeq + 1; a deleted conversation, or a lost lease, refuses it. */
@@ -170,8 +224,7 @@ async function insertStep(
 ): Promise<void> {
   // Each message is made storable first; what had to change is kept in storage_note.
   const rows = step.map(({ message, cost }) => ({ ...storable(message), cost }));
-  await withTransaction(async (db) => {
-    if (!(await renew(conversation.id, db))) throw new LeaseLost(conversation.id);
+  await fencedTransaction(conversation.id, async (db) => {
     if (conversation.saved) {
       const [update] = await db.query<ResultSetHeader>(
         'UPDATE conversations SET updated_at = NOW(3) WHERE id = ?',
@@ -179,10 +232,12 @@ async function insertStep(
       );
       if (update.affectedRows === 0) throw new ConversationDeleted(conversation.id);
     } else {
-      await db.query('INSERT INTO conversations (id, customer_id) VALUES (?, ?)', [
-        conversation.id,
-        conversation.customerId,
-      ]);
+      // Its row may be there already: this save's first try, whose COMMIT landed after the app gave up
+      // on it. The messages' own key then says whether they are stored (insertOnce).
+      await db.query(
+        'INSERT INTO conversations (id, customer_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE updated_at = NOW(3)',
+        [conversation.id, conversation.customerId],
+      );
     }
     await insertMessages(db, conversation.id, lastSeq + 1, rows);
     await noteChanges(db, conversation.id, lastSeq + 1, rows);

@@ -31,6 +31,7 @@ import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../notes/notes-tool
 import { recallNotes, withCustomerNotes } from '../notes/recall-notes.ts';
 import { forgetConversation, planPrune, prune } from '../privacy/delete-conversations.ts';
 import { fullSession } from '../../tests/test-session.ts';
+import { leaseFence } from '../question/lease.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -89,12 +90,9 @@ const resultOf = (view: ChatView) => view.toolResults.map((r) => r.result as Rec
 
 /** Calls the notes tools directly, as one question of a conversation of `customer`. */
 function question(customer: Customer): ToolContext {
-  return {
-    customer,
-    conversation: newConversation(customer.id),
-    llm: NO_PROVIDER,
-    ticketsOpened: 0,
-  };
+  const conversation = newConversation(customer.id);
+  const write = leaseFence.write(conversation.id); // the full Nimbus's, as runAgent gives it
+  return { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0, write };
 }
 const call = (context: ToolContext, name: string, args: Record<string, unknown>) =>
   runTool({ id: 'c', name, arguments: args }, context, memoryTools);

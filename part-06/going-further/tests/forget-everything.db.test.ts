@@ -104,7 +104,7 @@ describe('forget everything', () => {
       },
     ]);
     // The answer is given, and not stored: nothing of this question came back after the erasure.
-    expect(said.saveError).toMatch(/^Not saved: Conversation \w+ was deleted or taken over/);
+    expect(said.saveError).toMatch(/^Not saved: This conversation was deleted or taken over/);
     expect(await whereIs(secret)).toEqual([]);
     expect(await whereIs('forget everything')).toEqual([]);
     expect(await whereIs(asking.conversation.id)).toEqual([]);

@@ -12,7 +12,11 @@ import { whereIs as findText } from '../../../shared/testing/where-is.ts';
 import { fullSession } from '../../tests/test-session.ts';
 import { saveNote } from '../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
-import { forgetCustomer, planCustomerErasure, planForgetConversation } from '../privacy/delete-conversations.ts';
+import {
+  forgetCustomer,
+  planCustomerErasure,
+  planForgetConversation,
+} from '../privacy/delete-conversations.ts';
 
 const FORGET = fileURLToPath(new URL('../forget.ts', import.meta.url));
 let fake: FakeProvider;

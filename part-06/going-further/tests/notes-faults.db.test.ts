@@ -23,7 +23,7 @@ import { newConversation, type Conversation } from '../../memory.ts';
 import type { Customer } from '../../session.ts';
 import { runTool, type ToolContext } from '../../tools.ts';
 import { conversationTraceFile } from '../../trace.ts';
-import { takeLeases } from '../question/lease.ts';
+import { leaseFence, takeLeases } from '../question/lease.ts';
 import { allNotes, liveNotes, MAX_NOTES_PER_CUSTOMER, saveNote } from '../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { forgetNotes } from '../privacy/delete-notes.ts';
@@ -61,11 +61,15 @@ function call(
   args: Record<string, unknown>,
   conversation?: Conversation,
 ) {
+  conversation ??= newConversation(customer.id);
+  // The full Nimbus's write path, as runAgent gives it: fenced by the conversation's lease.
+  const write = leaseFence.write(conversation.id);
   const context: ToolContext = {
     customer,
-    conversation: conversation ?? newConversation(customer.id),
+    conversation,
     llm: NO_PROVIDER,
     ticketsOpened: 0,
+    write,
   };
   return runTool({ id: 'c', name, arguments: args }, context, tools);
 }

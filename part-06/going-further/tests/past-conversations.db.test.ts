@@ -13,6 +13,7 @@ import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
 import type { PastConversation } from '../notes/past-conversations.ts';
+import { inTransaction } from '../../tests/test-session.ts';
 
 let db: ScratchDatabase;
 const store = hardenedStore(DEFAULT_BUDGET);
@@ -64,7 +65,7 @@ async function converse(customer: Customer, turns: Array<[string, string]>): Pro
 function search(customer: Customer, words: string, conversation = newConversation(customer.id)) {
   return runTool(
     { id: 's', name: 'search_past_conversations', arguments: { query: words } },
-    { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0 },
+    { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0, write: inTransaction },
     tools,
   );
 }
