@@ -1,6 +1,5 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { fstatSync, ftruncateSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim, type ScriptIo } from '../shared/cli.ts';
@@ -28,7 +27,8 @@ export interface TraceOptions {
   /** Where the terminal lines go: the entry script's stderr (default: this process's). */
   stderr?: ScriptIo['stderr'];
   onTraceLine?: (line: string) => void; // instead of stderr: a streamed answer's printer
-  mayWrite?: (conversationId: string) => boolean; // going further: false once its lease is lost
+  /** How lines reach the file; going further's keeps an erased conversation's file from coming back. */
+  appendLines?: (file: string, lines: string, conversation: { id: string; saved: boolean }) => void;
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -38,8 +38,7 @@ export function conversationTraceFile(dir: string, conversationId: string): stri
 
 /**
  * One trace per question, appended to its conversation's file: logs/conversations/<conversation id>.jsonl.
- * A trace is a record, not the job: if it cannot be written, the question goes on and one warning says
- * why. Until the conversation has a row, lines wait here: no trace file is left that no reset could find.
+ * A trace is a record, not the job: if it cannot be written, the question goes on and one warning says why.
  */
 export class Trace {
   readonly id = randomBytes(6).toString('hex');
@@ -47,9 +46,7 @@ export class Trace {
   private readonly quiet: boolean;
   private readonly stderr: ScriptIo['stderr'];
   private readonly onLine: (line: string) => void;
-  private held = '';
   private failed = false;
-  private opened = false; // see append
 
   constructor(
     private readonly conversation: { id: string; saved: boolean },
@@ -71,11 +68,7 @@ export class Trace {
       ...data,
     };
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
-    this.held += printableJson(line) + '\n';
-    if (this.conversation.saved && this.options.mayWrite?.(this.conversation.id) !== false) {
-      this.append(this.held);
-      this.held = '';
-    }
+    this.append(printableJson(line) + '\n');
     const text = terminalLine(type, data);
     if (text && !this.quiet) this.onLine(printable(text, { singleLine: true }));
   }
@@ -83,26 +76,12 @@ export class Trace {
   private append(lines: string): void {
     if (this.failed) return;
     try {
-      makeFolders(path.dirname(this.file));
-      // O_NOFOLLOW: a link put in the file's place is refused, never written through to where it points.
-      // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
-      // O_CREAT only the first time: a file gone after that was deleted by an erasure, and nothing comes back.
-      // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
-      const flags =
-        constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-      const fd = openSync(this.file, this.opened ? flags : flags | constants.O_CREAT, 0o600);
-      this.opened = true;
-      try {
-        appendWhole(fd, lines);
-      } finally {
-        closeSync(fd);
-      }
+      (this.options.appendLines ?? appendLines)(this.file, lines, this.conversation);
     } catch (error) {
       this.failed = true;
-      const code = (error as NodeJS.ErrnoException).code;
-      if (this.opened && code === 'ENOENT') return; // erased while the question ran: stop quietly
+      const code = (error as NodeJS.ErrnoException).code ?? error;
       this.say(
-        `warning: could not write the trace ${this.file} (${code ?? error}); carrying on without it.`,
+        `warning: could not write the trace ${this.file} (${code}); carrying on without it.`,
       );
     }
   }
@@ -113,18 +92,16 @@ export class Trace {
   }
 }
 
-/**
- * Appends whole lines or nothing. A full disk can write part of them: that part is cut off again, so
- * the file never holds half an event with the next one glued onto it.
- */
-function appendWhole(fd: number, lines: string): void {
-  const size = fstatSync(fd).size;
-  const bytes = Buffer.from(lines);
+/** Appends whole lines (a crash can cut the file short, never leave half an event) to a file for our user only. */
+function appendLines(file: string, lines: string): void {
+  makeFolders(path.dirname(file));
+  // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK;
+  const fd = openSync(file, flags, 0o600);
   try {
-    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written);
-  } catch (error) {
-    ftruncateSync(fd, size);
-    throw error;
+    writeSync(fd, lines);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -201,7 +201,7 @@ async function ask(
     if (leaseLost && (await erasedMeanwhile(chat.conversation))) {
       out.finish({ ...result, saveError: undefined }, saved);
       chat.conversation = newConversation(chat.customer.id);
-      console.log(
+      io.log(
         `${ERASED_WHILE_ANSWERING} Continuing in a new conversation: ${chat.conversation.id}\n`,
       );
     } else out.finish(result, saved);

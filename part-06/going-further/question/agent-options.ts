@@ -17,7 +17,7 @@ export function storeAndTools(
   budget: MemoryBudget,
   notesMaxChars: number,
   { logDir, quiet, stderr = process.stderr }: Pick<AgentOptions, 'logDir' | 'quiet' | 'stderr'>,
-): Pick<AgentOptions, 'store' | 'tools' | 'write' | 'mayWrite'> {
+): Pick<AgentOptions, 'store' | 'tools' | 'write' | 'appendLines'> {
   const say = (line: string) => stderr.write(`${dim(line, stderr)}\n`);
   const store = hardenedStore(budget, {
     onDamaged: (id, damaged) => say(describeDamage(id, damaged)),

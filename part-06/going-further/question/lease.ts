@@ -24,6 +24,7 @@ import {
   withTransaction,
 } from '../../../shared/db.ts';
 import type { AgentOptions } from '../../agent.ts';
+import { erasureSafeTraces } from '../privacy/trace-writer.ts';
 
 /** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
 export const LEASE_SECONDS = 30;
@@ -109,8 +110,8 @@ export function fencedTransaction<T>(
   });
 }
 
-/** What the agent is given (agent.ts's `write` and `mayWrite`): its tools' writes and its trace, fenced. */
-export const leaseFence: Required<Pick<AgentOptions, 'write' | 'mayWrite'>> = {
+/** What the agent is given (agent.ts's `write` and `appendLines`): its tools' writes and its trace, fenced. */
+export const leaseFence: Required<Pick<AgentOptions, 'write' | 'appendLines'>> = {
   // An acting tool looks before it writes (a ticket already open is returned, not opened again), so a
   // write whose COMMIT answer was lost is run once more: it finds what the first did, and the customer
   // hears that (the ticket's number), not "a technical problem", before the model says anything.
@@ -125,13 +126,13 @@ export const leaseFence: Required<Pick<AgentOptions, 'write' | 'mayWrite'>> = {
   // Trace lines are files, which cannot join the transaction: they are written only while this process
   // last knew the lease to be ours and unexpired. What remains is the window between a takeover and
   // this process's next renewal or fenced write (RENEW_MS at most). An erasure deletes the trace file
-  // after it took the lease, and the trace never creates a deleted file again (trace.ts), so lines in
+  // after it took the lease, and the trace never creates a deleted file again (privacy/trace-writer.ts), so lines in
   // that window are deleted with the file or not written; after a takeover by another question of the
   // same conversation (this process frozen past the expiry), they may sit beside that question's.
-  mayWrite: (conversationId) => {
+  appendLines: erasureSafeTraces((conversationId) => {
     const lease = held.get(conversationId);
     return !lease || (!lease.lost && Date.now() < lease.until);
-  },
+  }),
 };
 
 /**

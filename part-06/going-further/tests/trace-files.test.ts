@@ -1,4 +1,4 @@
-// Trace files keep whole lines, never write through a link, and never come back once deleted.
+// Going further: trace files keep whole lines, never write through a link, and never come back once deleted.
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -14,9 +14,11 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Trace } from '../trace.ts';
-import { deleteTraceFile } from '../going-further/privacy/delete-conversations.ts';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Trace } from '../../trace.ts';
+import { deleteTraceFile } from '../privacy/delete-conversations.ts';
+import { erasureSafeTraces } from '../privacy/trace-writer.ts';
 
 let logs: string;
 beforeAll(() => {
@@ -24,19 +26,28 @@ beforeAll(() => {
   mkdirSync(path.join(logs, 'conversations'));
 });
 afterAll(() => rmSync(logs, { recursive: true, force: true }));
-afterEach(() => vi.restoreAllMocks());
+
+/** The full Nimbus's writer, as its chat and ask.ts give it to every question of the process. */
+const appendLines = erasureSafeTraces(() => true);
+/** The warnings traces print on stderr (and carry on), a line each. */
+let warnings: string[] = [];
+const stderr = new Writable({
+  write(chunk, _encoding, done) {
+    warnings.push(...chunk.toString().split('\n').filter(Boolean));
+    done();
+  },
+});
 
 let next = 0;
 /** A trace of a conversation that has something saved, so every event goes to its file at once. */
-function newTrace(): Trace {
-  const id = (++next).toString(16).padStart(32, 'a');
-  return new Trace({ id, saved: true }, { logDir: logs, quiet: true });
+function newTrace(id = (++next).toString(16).padStart(32, 'a')): Trace {
+  return new Trace({ id, saved: true }, { logDir: logs, quiet: true, stderr, appendLines });
 }
 
-/** From now on, the warnings the trace prints (on stderr, and it carries on): call the result to read them. */
+/** From now on, the warnings the trace prints: call the result to read them. */
 function captureWarnings(): () => string[] {
-  const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
-  return () => spy.mock.calls.map((args) => String(args[0]));
+  warnings = [];
+  return () => warnings;
 }
 
 /** Every line of a file, each checked to be one whole JSON event. */
@@ -109,10 +120,7 @@ describe('a trace file', () => {
   it('is created by the first line a question writes, and appended to by the next questions', () => {
     const first = newTrace();
     first.event('start', { question: 'Hello?' });
-    const second = new Trace(
-      { id: path.basename(first.file, '.jsonl'), saved: true },
-      { logDir: logs, quiet: true },
-    );
+    const second = newTrace(path.basename(first.file, '.jsonl'));
     second.event('start', { question: 'Still there?' });
     expect(events(first.file).map((event) => event.question)).toEqual(['Hello?', 'Still there?']);
     expect(statSync(first.file).mode & 0o777).toBe(0o600);
