@@ -1,0 +1,106 @@
+// Going further: one trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
+import { randomBytes } from 'node:crypto';
+import type mysql from 'mysql2/promise';
+import type { Usage } from '../../../shared/llm/index.ts';
+import { judge, readStoreFacts } from './judge.ts';
+import type { Scenario } from './scenario-file.ts';
+import { unanswered, type SittingInput, type SittingResult, type TurnRecord } from './sitting.ts';
+
+/** Runs one sitting against a database: a child process in eval.ts, the same code in-process in tests. */
+export type SittingRunner = (input: SittingInput, database: string) => Promise<SittingResult>;
+
+export interface TrialRecord {
+  scenario: string;
+  /** 1, 2, … within the scenario. */
+  trial: number;
+  /** "error": the provider or the database failed, so no verdict (pass^k leaves it out). */
+  verdict: 'pass' | 'fail' | 'error';
+  /** The expectations broken, each with what happened instead. */
+  broken: string[];
+  /** Why there is no verdict. */
+  error?: string;
+  /** Every turn across the sittings, numbered from 1 in this order. */
+  turns: TurnRecord[];
+  usage: Usage;
+  ms: number;
+}
+
+/** The scratch databases the eval made, so a Ctrl-C can drop the one still there. */
+export class ScratchDatabases {
+  private readonly live = new Set<string>();
+
+  constructor(private readonly admin: mysql.Connection) {}
+
+  async create(): Promise<string> {
+    // Random, and never DB_NAME: the eval's own prefix.
+    const name = `nimbus_eval_${randomBytes(6).toString('hex')}`;
+    this.live.add(name);
+    await this.admin.query(
+      `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
+    return name;
+  }
+
+  async drop(name: string): Promise<void> {
+    await this.admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    this.live.delete(name);
+  }
+
+  async dropAll(): Promise<void> {
+    for (const name of [...this.live]) await this.drop(name);
+  }
+}
+
+/**
+ * One trial in a database of its own, dropped at the end however the trial went. The sittings run in
+ * order, each resuming the conversation the last one left (or a new one, newConversations).
+ */
+export async function runTrial(
+  scenario: Scenario & { customer: string },
+  trial: number,
+  databases: ScratchDatabases,
+  admin: mysql.Connection,
+  runSitting: SittingRunner,
+): Promise<TrialRecord> {
+  const started = Date.now();
+  const database = await databases.create();
+  const turns: TurnRecord[] = [];
+  const record = (fields: Pick<TrialRecord, 'verdict' | 'broken' | 'error'>): TrialRecord => ({
+    scenario: scenario.id,
+    trial,
+    ...fields,
+    turns,
+    usage: {
+      input_tokens: turns.reduce((sum, t) => sum + t.usage.input_tokens, 0),
+      output_tokens: turns.reduce((sum, t) => sum + t.usage.output_tokens, 0),
+    },
+    ms: Date.now() - started,
+  });
+  try {
+    let conversation: string | undefined;
+    for (const sitting of scenario.sittings) {
+      const input = {
+        customer: scenario.customer,
+        resume: scenario.newConversations ? undefined : conversation,
+        turns: sitting,
+      };
+      let result: SittingResult;
+      try {
+        result = await runSitting(input, database);
+      } catch (error) {
+        // The sitting's process failed before it could say how its turns went (setup, a bad customer).
+        return record({ verdict: 'error', broken: [], error: (error as Error).message });
+      }
+      turns.push(...result.turns);
+      conversation = result.conversation;
+      const failed = result.turns.find(unanswered);
+      if (failed)
+        return record({ verdict: 'error', broken: [], error: failed.problem ?? failed.outcome });
+    }
+    const facts = await readStoreFacts(admin, database, scenario.customer);
+    const broken = judge(scenario, turns, facts);
+    return record({ verdict: broken.length ? 'fail' : 'pass', broken });
+  } finally {
+    await databases.drop(database);
+  }
+}
