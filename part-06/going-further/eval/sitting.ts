@@ -34,6 +34,8 @@ export interface TurnRecord {
   ms: number;
   /** What went wrong (the provider's or the database's words), when the turn is an error. */
   problem?: string;
+  /** The question's trace file (trace.ts): every step, to read why a trial failed. */
+  trace?: string;
 }
 
 export interface SittingResult {
@@ -119,6 +121,7 @@ async function ask(
     tools,
     usage: result.usage,
     outcome: result.outcome,
+    trace: result.traceFile,
     ...(result.problem ? { problem: result.problem } : {}),
   };
 }

@@ -19,10 +19,13 @@ export interface TrialRecord {
   broken: string[];
   /** Why there is no verdict. */
   error?: string;
-  /** Every turn across the sittings, numbered from 1 in this order. */
-  turns: TurnRecord[];
+  /** Every turn across the sittings (numbered from 1 in this order), with the sitting it was asked in. */
+  turns: Array<TurnRecord & { sitting: number }>;
   usage: Usage;
+  /** Time spent answering: the turns' own, without the setup of the trial's database. */
   ms: number;
+  /** The scratch database it ran in (dropped at its end). */
+  database: string;
 }
 
 /** The scratch databases the eval made, so a Ctrl-C can drop the one still there. */
@@ -62,9 +65,8 @@ export async function runTrial(
   admin: mysql.Connection,
   runSitting: SittingRunner,
 ): Promise<TrialRecord> {
-  const started = Date.now();
   const database = await databases.create();
-  const turns: TurnRecord[] = [];
+  const turns: TrialRecord['turns'] = [];
   const record = (fields: Pick<TrialRecord, 'verdict' | 'broken' | 'error'>): TrialRecord => ({
     scenario: scenario.id,
     trial,
@@ -74,11 +76,12 @@ export async function runTrial(
       input_tokens: turns.reduce((sum, t) => sum + t.usage.input_tokens, 0),
       output_tokens: turns.reduce((sum, t) => sum + t.usage.output_tokens, 0),
     },
-    ms: Date.now() - started,
+    ms: turns.reduce((sum, t) => sum + t.ms, 0),
+    database,
   });
   try {
     let conversation: string | undefined;
-    for (const sitting of scenario.sittings) {
+    for (const [i, sitting] of scenario.sittings.entries()) {
       const input = {
         customer: scenario.customer,
         resume: scenario.newConversations ? undefined : conversation,
@@ -91,7 +94,7 @@ export async function runTrial(
         // The sitting's process failed before it could say how its turns went (setup, a bad customer).
         return record({ verdict: 'error', broken: [], error: (error as Error).message });
       }
-      turns.push(...result.turns);
+      turns.push(...result.turns.map((turn) => ({ sitting: i + 1, ...turn })));
       conversation = result.conversation;
       const failed = result.turns.find(unanswered);
       if (failed)
