@@ -99,6 +99,8 @@ await runMain(async () => {
     progress.finish();
     await databases.dropAll();
     await admin.end();
+    process.off('SIGINT', leave);
+    process.off('SIGTERM', leave);
   }
   const wallMs = Date.now() - started.getTime();
   const summaries = summarize(

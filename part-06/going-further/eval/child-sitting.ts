@@ -31,7 +31,13 @@ export function childSittings(
       child.on('error', reject);
       child.on('close', (code) => {
         running(undefined);
-        if (code === 0) return resolve(JSON.parse(stdout.trim().split('\n').at(-1)!));
+        if (code === 0) {
+          try {
+            return resolve(JSON.parse(stdout.trim().split('\n').at(-1)!));
+          } catch {
+            return reject(new Error("The sitting's process printed no record of its turns."));
+          }
+        }
         // Its first line is the one sentence runMain said (a usage after it, for a usage error).
         const said = stderr.split('\n').find((line) => line.trim());
         reject(new Error(said ?? `The sitting's process ended with ${code ?? 'a signal'}.`));

@@ -1,6 +1,7 @@
 // Going further: one trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
 import { randomBytes } from 'node:crypto';
 import type mysql from 'mysql2/promise';
+import { explainDatabaseError } from '../../../shared/db.ts';
 import type { Usage } from '../../../shared/llm/index.ts';
 import { judge, readStoreFacts } from './judge.ts';
 import type { Scenario } from './scenario-file.ts';
@@ -32,20 +33,23 @@ export interface TrialRecord {
 export class ScratchDatabases {
   private readonly live = new Set<string>();
 
-  constructor(private readonly admin: mysql.Connection) {}
+  /** `prefix`: the eval's own, never DB_NAME's (tests running side by side each take one of their own). */
+  constructor(
+    private readonly admin: mysql.Connection,
+    private readonly prefix = 'nimbus_eval_',
+  ) {}
 
   async create(): Promise<string> {
-    // Random, and never DB_NAME: the eval's own prefix.
-    const name = `nimbus_eval_${randomBytes(6).toString('hex')}`;
+    const name = `${this.prefix}${randomBytes(6).toString('hex')}`;
     this.live.add(name);
-    await this.admin.query(
-      `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    );
+    await this.admin
+      .query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`)
+      .catch(said);
     return name;
   }
 
   async drop(name: string): Promise<void> {
-    await this.admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    await this.admin.query(`DROP DATABASE IF EXISTS \`${name}\``).catch(said);
     this.live.delete(name);
   }
 
@@ -100,10 +104,15 @@ export async function runTrial(
       if (failed)
         return record({ verdict: 'error', broken: [], error: failed.problem ?? failed.outcome });
     }
-    const facts = await readStoreFacts(admin, database, scenario.customer);
+    const facts = await readStoreFacts(admin, database, scenario.customer).catch(said);
     const broken = judge(scenario, turns, facts);
     return record({ verdict: broken.length ? 'fail' : 'pass', broken });
   } finally {
     await databases.drop(database);
   }
+}
+
+/** What the database server said, in one sentence (the eval's own connection fails like any other). */
+function said(error: unknown): never {
+  throw explainDatabaseError(error);
 }

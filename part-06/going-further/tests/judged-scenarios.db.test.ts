@@ -44,7 +44,8 @@ async function runAll(model: typeof carefulModel, provider: ProviderName) {
       await closePool();
     }
   };
-  const databases = new ScratchDatabases(admin);
+  // A prefix of its own: eval.db.test.ts, beside it, looks for the eval's nimbus_eval_ databases.
+  const databases = new ScratchDatabases(admin, 'nimbus_evaltest_');
   const verdicts: Record<string, string[]> = {};
   try {
     for (const scenario of scenarios) {

@@ -1,7 +1,7 @@
 // pass^k on known counts, against the binomials themselves, and how a table's figures come from trials (errors left out).
 import { describe, expect, it } from 'vitest';
 import { passHatK } from '../eval/pass-k.ts';
-import { overall, summarize } from '../eval/report.ts';
+import { overall, summarize, totals } from '../eval/report.ts';
 import type { TrialRecord } from '../eval/trial.ts';
 
 /** C(n, k), counted the slow, obvious way. */
@@ -67,5 +67,18 @@ describe('the figures of a table', () => {
     expect(b.passK).toEqual([undefined, undefined, undefined]);
     // The mean over scenarios leaves out the one with no verdict at all.
     expect(overall([a, b], 3)).toEqual([2 / 3, 1 / 3, 0]);
+  });
+
+  it('estimates the cost only with both prices, per million tokens in and out', () => {
+    const trials = [
+      { ...trial('a', 'pass'), usage: { input_tokens: 1_500_000, output_tokens: 20_000 } },
+      { ...trial('b', 'error'), usage: { input_tokens: 500_000, output_tokens: 0 } },
+    ];
+    expect(totals(trials, 75_000)).toEqual([
+      'Tokens: 2,000,000 in, 20,000 out. Wall time: 1m 15s.',
+    ]);
+    expect(totals(trials, 75_000, { input: 0.3, output: 2.5 })[1]).toBe(
+      'Estimated cost: 0.6500 (at 0.3 per million tokens in, 2.5 out, from .env).',
+    );
   });
 });
