@@ -5,7 +5,11 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closePool, connectionOptions } from '../../../shared/db.ts';
-import { startFakeProvider, type ProviderName } from '../../../shared/testing/fake-provider.ts';
+import {
+  startFakeProvider,
+  type ChatView,
+  type ProviderName,
+} from '../../../shared/testing/fake-provider.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
 import { parseScenarios } from '../eval/scenario-file.ts';
 import { runSitting } from '../eval/sitting.ts';
@@ -26,8 +30,8 @@ afterAll(async () => {
   rmSync(logDir, { recursive: true, force: true });
 });
 
-/** Every built-in scenario once, with this model on this provider's wire format: scenario id → broken expectations. */
-async function runAll(model: typeof carefulModel, provider: ProviderName) {
+/** The built-in scenarios (or those `only` names) once each, with this model on this provider's wire format: scenario id → broken expectations. */
+async function runAll(model: typeof carefulModel, provider: ProviderName, only?: string[]) {
   const fake = await startFakeProvider({ fallback: model });
   const llm = fake.llm(provider);
   // What run-sitting.ts does in its own process: the pool opened on the trial's database.
@@ -48,7 +52,7 @@ async function runAll(model: typeof carefulModel, provider: ProviderName) {
   const databases = new ScratchDatabases(admin, 'nimbus_evaltest_');
   const verdicts: Record<string, string[]> = {};
   try {
-    for (const scenario of scenarios) {
+    for (const scenario of scenarios.filter((s) => !only || only.includes(s.id))) {
       const customer = scenario.customer!;
       const trial = await runTrial({ ...scenario, customer }, 1, databases, admin, inProcess);
       expect(trial.verdict, `${scenario.id}: ${trial.error}`).not.toBe('error');
@@ -102,6 +106,16 @@ describe('the built-in scenarios', () => {
           /^expected the answer of turn 1 to match .*; instead "Order 1038 has shipped."$/,
         ),
       ],
+    });
+  });
+
+  it('a model that forgets at once, without asking, passes forget-everything: the next turn goes on in a new conversation, as in the chat', async () => {
+    const hasty = (view: ChatView) =>
+      view.toolResults.length === 0 && /forget everything/i.test(view.lastUserText)
+        ? { tool_calls: [{ name: 'forget_everything', arguments: {} }] }
+        : carefulModel(view);
+    expect(await runAll(hasty, 'gemini', ['forget-everything'])).toEqual({
+      'forget-everything': [],
     });
   });
 });
