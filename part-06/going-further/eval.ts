@@ -18,7 +18,7 @@ import { printable } from '../../shared/text.ts';
 import { childSittings } from './eval/child-sitting.ts';
 import { evalProgress } from './eval/progress.ts';
 import { failures, summarize, table, totals, type Prices } from './eval/report.ts';
-import { parseScenarios, selectScenarios } from './eval/scenario-file.ts';
+import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-file.ts';
 import { runTrial, ScratchDatabases, type TrialRecord } from './eval/trial.ts';
 
 const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
@@ -68,20 +68,62 @@ await runMain(async () => {
   const started = new Date();
   const folder = path.join(logDir, `eval-${started.toISOString().replace(/[:.]/g, '-')}`);
   makeFolders(folder);
+  const trials = await runTrials(runs, k, folder);
+  const wallMs = Date.now() - started.getTime();
+
+  const summaries = summarize(
+    runs.map((s) => s.id),
+    trials,
+    k,
+  );
+  const model = printable(`${llm.provider} ${llm.model}`, { singleLine: true });
+  console.log(`Nimbus on ${model}: ${k} trial${k === 1 ? '' : 's'} of each scenario\n`);
+  for (const line of table(summaries, k)) console.log(line);
+  const broken = failures(trials);
+  if (broken.length)
+    console.log(`\nFailed and errored trials:\n${broken.map((l) => `  ${l}`).join('\n')}`);
+  console.log();
+  for (const line of totals(trials, wallMs, prices)) console.log(line);
+  const report = { started, provider: llm.provider, model: llm.model, trials: k };
+  writeReport(path.join(folder, 'report.json'), {
+    ...report,
+    scenarios: runs,
+    summaries,
+    runs: trials,
+    wall_ms: wallMs,
+  });
+  return trials.every((t) => t.verdict === 'pass') ? 0 : 1;
+}, USAGE);
+
+/**
+ * Every trial of every scenario, one after another, each in a scratch database of its own. Ctrl-C (or
+ * a kill) stops the sitting's process and drops the scratch database before leaving (exit 130).
+ */
+async function runTrials(
+  runs: Array<Scenario & { customer: string }>,
+  k: number,
+  folder: string,
+): Promise<TrialRecord[]> {
   const admin = await connectToServer();
   const databases = new ScratchDatabases(admin);
-  let child: ChildProcess | undefined;
   const progress = evalProgress(runs.length * k);
-  // Ctrl-C (or a kill): the sitting's process is stopped, the scratch database dropped, then we leave.
+  let child: ChildProcess | undefined;
   const leave = async () => {
     progress.finish();
     if (child && child.exitCode === null) {
       child.kill('SIGTERM');
       await Promise.race([once(child, 'close'), new Promise((r) => setTimeout(r, 5000))]);
     }
-    await databases.dropAll().catch(() => {});
+    const failed = await databases.dropAll().then(
+      () => undefined,
+      (error: Error) => error,
+    );
     await admin.end().catch(() => {});
-    console.error('Stopped: the scratch databases were dropped.');
+    if (!failed) console.error('Stopped: the scratch database was dropped.');
+    else
+      console.error(
+        `Stopped, but ${databases.names().join(', ')} could not be dropped (${printable(failed.message, { singleLine: true })}): drop ${databases.names().length === 1 ? 'it' : 'them'} with DROP DATABASE.`,
+      );
     process.exit(130);
   };
   process.once('SIGINT', leave);
@@ -95,6 +137,7 @@ await runMain(async () => {
         trials.push(await runTrial(scenario, trial, databases, admin, runSitting));
       }
     }
+    return trials;
   } finally {
     progress.finish();
     await databases.dropAll();
@@ -102,37 +145,18 @@ await runMain(async () => {
     process.off('SIGINT', leave);
     process.off('SIGTERM', leave);
   }
-  const wallMs = Date.now() - started.getTime();
-  const summaries = summarize(
-    runs.map((s) => s.id),
-    trials,
-    k,
-  );
-  const model = `${llm.provider} ${llm.model}`;
-  console.log(
-    `Nimbus on ${printable(model, { singleLine: true })}: ${k} trial${k === 1 ? '' : 's'} of each scenario\n`,
-  );
-  for (const line of table(summaries, k)) console.log(line);
-  const broken = failures(trials);
-  if (broken.length)
-    console.log(`\nFailed and errored trials:\n${broken.map((l) => `  ${l}`).join('\n')}`);
-  console.log();
-  for (const line of totals(trials, wallMs, prices)) console.log(line);
-  const report = path.join(folder, 'report.json');
-  const written = {
-    started,
-    provider: llm.provider,
-    model: llm.model,
-    trials: k,
-    scenarios: runs,
-    summaries,
-    runs: trials,
-    wall_ms: wallMs,
-  };
-  writeFileSync(report, `${JSON.stringify(written, null, 2)}\n`, { mode: 0o600 });
-  console.log(`Report, with every trial's turns, tool calls and answers: ${shownPath(report)}`);
-  return trials.every((t) => t.verdict === 'pass') ? 0 : 1;
-}, USAGE);
+}
+
+/** The JSON report; a folder that cannot take it is said in one line, and the table stands. */
+function writeReport(file: string, report: object): void {
+  try {
+    writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`, { mode: 0o600 });
+    console.log(`Report, with every trial's turns, tool calls and answers: ${shownPath(file)}`);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    console.error(`The report could not be written to ${shownPath(file)} (${reason}).`);
+  }
+}
 
 function readScenarioFile(file: string, shownAs: string): string {
   try {

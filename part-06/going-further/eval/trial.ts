@@ -53,6 +53,11 @@ export class ScratchDatabases {
     this.live.delete(name);
   }
 
+  /** The scratch databases not dropped yet. */
+  names(): string[] {
+    return [...this.live];
+  }
+
   async dropAll(): Promise<void> {
     for (const name of [...this.live]) await this.drop(name);
   }

@@ -156,7 +156,7 @@ describe('npm run eval', () => {
       child.kill('SIGINT');
       const result = await done;
       expect(result.code).toBe(130);
-      expect(result.stderr).toContain('Stopped: the scratch databases were dropped.');
+      expect(result.stderr).toContain('Stopped: the scratch database was dropped.');
       const left = await databaseNames();
       expect(scratch.filter((name) => left.includes(name))).toEqual([]);
       expect(await tablesOf(named.name)).toBe(0);
