@@ -22,6 +22,8 @@ import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-
 import { runTrial, ScratchDatabases, type TrialRecord } from './eval/trial.ts';
 
 const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
+/** Where the learner typed the command: npm run starts scripts at the root, and says where in INIT_CWD. */
+const typedIn = process.env.INIT_CWD ?? process.cwd();
 
 const USAGE = `Usage: ${commandFor(import.meta.url, '[--trials=K] [--scenarios=FILE] [--only=ID,…]')}
 
@@ -46,7 +48,7 @@ await runMain(async () => {
     );
   const k = Number(values.trials);
   const [file, shownAs] = values.scenarios
-    ? [path.resolve(values.scenarios), printable(values.scenarios, { singleLine: true })]
+    ? [path.resolve(typedIn, values.scenarios), printable(values.scenarios, { singleLine: true })]
     : [BUILT_IN, 'the built-in scenarios'];
   let scenarios = parseScenarios(readScenarioFile(file, shownAs), shownAs);
   if (values.only !== undefined) scenarios = selectScenarios(scenarios, values.only, shownAs);
@@ -185,6 +187,6 @@ function priceSettings(): Prices | undefined {
 
 /** A path as the learner can use it from where they ran the eval. */
 function shownPath(file: string): string {
-  const relative = path.relative(process.cwd(), file);
+  const relative = path.relative(typedIn, file);
   return printable(relative.startsWith('..') ? file : relative, { singleLine: true });
 }

@@ -181,10 +181,11 @@ describe('npm run eval', () => {
         ],
       }),
     );
-    const result = await runScript(EVAL, [`--scenarios=${bad}`]);
+    // Typed in the folder that holds it, through npm run (which starts the script at the root and says where it was typed).
+    const result = await runScript(EVAL, ['--scenarios=bad.json'], { env: { INIT_CWD: dir } });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
-      `${bad}: scenarios[0] ("x").expect[0].turn must be a turn number from 1 to 1 (turns count from 1 across sittings).`,
+      'bad.json: scenarios[0] ("x").expect[0].turn must be a turn number from 1 to 1 (turns count from 1 across sittings).',
     );
     expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
