@@ -136,7 +136,11 @@ async function runTrials(
     for (const scenario of runs) {
       for (let trial = 1; trial <= k; trial++) {
         progress.update(trials.length, scenario.id, trial, k);
-        trials.push(await runTrial(scenario, trial, databases, admin, runSitting));
+        const done = await runTrial(scenario, trial, databases, admin, runSitting);
+        // A wrong key or model name is the developer's to fix, as in the chat: said, and the run ends.
+        if (done.fatal)
+          throw new ConfigError(done.error ?? 'The provider refused the key or model.');
+        trials.push(done);
       }
     }
     return trials;

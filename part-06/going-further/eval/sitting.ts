@@ -36,6 +36,8 @@ export interface TurnRecord {
   problem?: string;
   /** The question's trace file (trace.ts): every step, to read why a trial failed. */
   trace?: string;
+  /** A wrong key or model name: every further question would fail the same way (the chat ends too). */
+  fatal?: boolean;
 }
 
 export interface SittingResult {
@@ -131,6 +133,8 @@ function errorTurn(question: string) {
   return (error: unknown): Omit<TurnRecord, 'ms'> => {
     if (!(error instanceof ProviderError || error instanceof DatabaseError)) throw error;
     const usage = { input_tokens: 0, output_tokens: 0 };
-    return { question, answer: '', tools: [], usage, outcome: 'error', problem: error.message };
+    const turn = { question, answer: '', tools: [], usage, outcome: 'error' as const };
+    const fatal = error instanceof ProviderError && (error.kind === 'auth' || error.status === 404);
+    return { ...turn, problem: error.message, ...(fatal ? { fatal } : {}) };
   };
 }

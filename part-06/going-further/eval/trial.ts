@@ -20,6 +20,8 @@ export interface TrialRecord {
   broken: string[];
   /** Why there is no verdict. */
   error?: string;
+  /** The provider refused the key or the model: no later trial can do better. */
+  fatal?: boolean;
   /** Every turn across the sittings (numbered from 1 in this order), with the sitting it was asked in. */
   turns: Array<TurnRecord & { sitting: number }>;
   usage: Usage;
@@ -76,7 +78,9 @@ export async function runTrial(
 ): Promise<TrialRecord> {
   const database = await databases.create();
   const turns: TrialRecord['turns'] = [];
-  const record = (fields: Pick<TrialRecord, 'verdict' | 'broken' | 'error'>): TrialRecord => ({
+  const record = (
+    fields: Pick<TrialRecord, 'verdict' | 'broken' | 'error' | 'fatal'>,
+  ): TrialRecord => ({
     scenario: scenario.id,
     trial,
     ...fields,
@@ -106,8 +110,15 @@ export async function runTrial(
       turns.push(...result.turns.map((turn) => ({ sitting: i + 1, ...turn })));
       conversation = result.conversation;
       const failed = result.turns.find(unanswered);
-      if (failed)
-        return record({ verdict: 'error', broken: [], error: failed.problem ?? failed.outcome });
+      if (failed) {
+        const error = failed.problem ?? failed.outcome;
+        return record({
+          verdict: 'error',
+          broken: [],
+          error,
+          ...(failed.fatal ? { fatal: true } : {}),
+        });
+      }
     }
     const facts = await readStoreFacts(admin, database, scenario.customer).catch(said);
     const broken = judge(scenario, turns, facts);

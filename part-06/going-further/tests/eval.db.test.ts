@@ -166,6 +166,31 @@ describe('npm run eval', () => {
     }
   });
 
+  it('a key the provider refuses ends the run at the first trial, in one sentence, as the chat ends (exit 1)', async () => {
+    const fake = await startFakeProvider({
+      fallback: {
+        error: { status: 401, message: 'API key not valid. Please pass a valid API key.' },
+      },
+    });
+    const before = await databaseNames();
+    try {
+      const result = await runScript(EVAL, [`--scenarios=${file}`, '--trials=2'], {
+        env: { ...fake.env('gemini'), DB_NAME: named.name, LOG_DIR: path.join(dir, 'logs') },
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n').at(-1)).toMatch(
+        /^Gemini rejected the API key \(401\)\. Check GEMINI_API_KEY in \.env/,
+      );
+      expect(result.stderr).not.toContain('Unexpected error');
+      expect(result.stdout).toBe(''); // no table of one error
+      expect(fake.chats().length).toBe(1); // no later trial asked the provider again
+      const left = (await databaseNames()).filter((name) => !before.includes(name));
+      expect(left).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('refuses a scenario file that breaks the format in one sentence naming the place (exit 2)', async () => {
     const bad = path.join(dir, 'bad.json');
     writeFileSync(
