@@ -130,7 +130,8 @@ async function runTrials(
   };
   process.once('SIGINT', leave);
   process.once('SIGTERM', leave);
-  const runSitting = childSittings(folder, (running) => (child = running));
+  // The sittings read the settings this process was given (.env included): the same provider and server.
+  const runSitting = childSittings(process.env, folder, (running) => (child = running));
   const trials: TrialRecord[] = [];
   try {
     for (const scenario of runs) {

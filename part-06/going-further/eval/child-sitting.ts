@@ -9,9 +9,11 @@ const RUN_SITTING = fileURLToPath(new URL('./run-sitting.ts', import.meta.url));
 
 /**
  * A runner that starts one process per sitting, as a learner's later `npm run chat -- --resume=…`
- * would, with traces written to `logDir`. `running` is told the process, for Ctrl-C to stop it.
+ * would: with the eval's own environment (`env`, its settings), the trial's database as DB_NAME, and
+ * traces written to `logDir`. `running` is told the process, for Ctrl-C to stop it.
  */
 export function childSittings(
+  env: NodeJS.ProcessEnv,
   logDir: string,
   running: (child: ChildProcess | undefined) => void,
 ): SittingRunner {
@@ -19,7 +21,7 @@ export function childSittings(
     new Promise<SittingResult>((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', 'tsx', RUN_SITTING], {
         cwd: ROOT_DIR, // where tsx is found, wherever the eval was started from
-        env: { ...process.env, DB_NAME: database, LOG_DIR: logDir, NO_COLOR: '1' },
+        env: { ...env, DB_NAME: database, LOG_DIR: logDir, NO_COLOR: '1' },
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       running(child);
