@@ -1,0 +1,197 @@
+// Going further: how well does your model run Nimbus? `npm run eval`: the store's scenarios, each tried K times in a fresh copy of the sample store, judged on what the agent did and on the database, scored as pass^k.
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  ConfigError,
+  customerEmail,
+  ensureLogDir,
+  llmSettings,
+  makeFolders,
+} from '../../shared/config.ts';
+import { connectToServer } from '../../shared/db.ts';
+import { commandFor } from '../../shared/hints.ts';
+import { printable } from '../../shared/text.ts';
+import { childSittings } from './eval/child-sitting.ts';
+import { evalProgress } from './eval/progress.ts';
+import { failures, summarize, table, totals, type Prices } from './eval/report.ts';
+import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-file.ts';
+import { runTrial, ScratchDatabases, type TrialRecord } from './eval/trial.ts';
+
+const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
+/** Where the learner typed the command: npm run starts scripts at the root, and says where in INIT_CWD. */
+const typedIn = process.env.INIT_CWD ?? process.cwd();
+
+const USAGE = `Usage: ${commandFor(import.meta.url, '[--trials=K] [--scenarios=FILE] [--only=ID,…]')}
+
+Runs the full Nimbus on the store's scenarios (or those of FILE) against the provider in .env, K
+times each (default 3). Every trial gets a fresh copy of the sample store in a scratch database of
+its own, dropped at the end, also after Ctrl-C: the database DB_NAME names is never touched. Each
+trial is judged on the tools called, the answers and the database at the end. The table shows
+pass^k: the chance that all k tries of a scenario pass. A JSON report of every trial is written under
+LOG_DIR. --only runs the scenarios with these ids. Exits 0 only when every trial passed.`;
+
+await runMain(async () => {
+  const { values } = parseFlags({
+    options: {
+      trials: { type: 'string', default: '3' },
+      scenarios: { type: 'string' },
+      only: { type: 'string' },
+    },
+  });
+  if (!/^\d{1,2}$/.test(values.trials) || Number(values.trials) < 1)
+    throw new UsageError(
+      `--trials must be a whole number from 1 to 99 (got "${printable(values.trials, { singleLine: true })}").`,
+    );
+  const k = Number(values.trials);
+  const [file, shownAs] = values.scenarios
+    ? [path.resolve(typedIn, values.scenarios), printable(values.scenarios, { singleLine: true })]
+    : [BUILT_IN, 'the built-in scenarios'];
+  let scenarios = parseScenarios(readScenarioFile(file, shownAs), shownAs);
+  if (values.only !== undefined) scenarios = selectScenarios(scenarios, values.only, shownAs);
+  // Settings are read once, here: without a key the eval says what the chat says.
+  const llm = llmSettings();
+  const logDir = ensureLogDir();
+  const prices = priceSettings();
+  const configured = customerEmail();
+  const runs = scenarios.map((s) => {
+    const customer = s.customer ?? configured;
+    if (!customer)
+      throw new UsageError(
+        `Scenario "${s.id}" names no customer and CUSTOMER_EMAIL is not set in .env.`,
+      );
+    return { ...s, customer };
+  });
+
+  // This run's folder: the report, and the traces of every trial's conversations.
+  const started = new Date();
+  const folder = path.join(logDir, `eval-${started.toISOString().replace(/[:.]/g, '-')}`);
+  makeFolders(folder);
+  const trials = await runTrials(runs, k, folder);
+  const wallMs = Date.now() - started.getTime();
+
+  const summaries = summarize(
+    runs.map((s) => s.id),
+    trials,
+    k,
+  );
+  const model = printable(`${llm.provider} ${llm.model}`, { singleLine: true });
+  console.log(`Nimbus on ${model}: ${k} trial${k === 1 ? '' : 's'} of each scenario\n`);
+  for (const line of table(summaries, k)) console.log(line);
+  const broken = failures(trials);
+  if (broken.length)
+    console.log(`\nFailed and errored trials:\n${broken.map((l) => `  ${l}`).join('\n')}`);
+  console.log();
+  for (const line of totals(trials, wallMs, prices)) console.log(line);
+  const report = { started, provider: llm.provider, model: llm.model, trials: k };
+  writeReport(path.join(folder, 'report.json'), {
+    ...report,
+    scenarios: runs,
+    summaries,
+    runs: trials,
+    wall_ms: wallMs,
+  });
+  return trials.every((t) => t.verdict === 'pass') ? 0 : 1;
+}, USAGE);
+
+/**
+ * Every trial of every scenario, one after another, each in a scratch database of its own. Ctrl-C (or
+ * a kill) stops the sitting's process and drops the scratch database before leaving (exit 130).
+ */
+async function runTrials(
+  runs: Array<Scenario & { customer: string }>,
+  k: number,
+  folder: string,
+): Promise<TrialRecord[]> {
+  const admin = await connectToServer();
+  const databases = new ScratchDatabases(admin);
+  const progress = evalProgress(runs.length * k);
+  let child: ChildProcess | undefined;
+  const leave = async () => {
+    progress.finish();
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await Promise.race([once(child, 'close'), new Promise((r) => setTimeout(r, 5000))]);
+    }
+    const failed = await databases.dropAll().then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    await admin.end().catch(() => {});
+    if (!failed) console.error('Stopped: the scratch database was dropped.');
+    else
+      console.error(
+        `Stopped, but ${databases.names().join(', ')} could not be dropped (${printable(failed.message, { singleLine: true })}): drop ${databases.names().length === 1 ? 'it' : 'them'} with DROP DATABASE.`,
+      );
+    process.exit(130);
+  };
+  process.once('SIGINT', leave);
+  process.once('SIGTERM', leave);
+  // The sittings read the settings this process was given (.env included): the same provider and server.
+  const runSitting = childSittings(process.env, folder, (running) => (child = running));
+  const trials: TrialRecord[] = [];
+  try {
+    for (const scenario of runs) {
+      for (let trial = 1; trial <= k; trial++) {
+        progress.update(trials.length, scenario.id, trial, k);
+        const done = await runTrial(scenario, trial, databases, admin, runSitting);
+        // A wrong key or model name is the developer's to fix, as in the chat: said, and the run ends.
+        if (done.fatal)
+          throw new ConfigError(done.error ?? 'The provider refused the key or model.');
+        trials.push(done);
+      }
+    }
+    return trials;
+  } finally {
+    progress.finish();
+    await databases.dropAll();
+    await admin.end();
+    process.off('SIGINT', leave);
+    process.off('SIGTERM', leave);
+  }
+}
+
+/** The JSON report; a folder that cannot take it is said in one line, and the table stands. */
+function writeReport(file: string, report: object): void {
+  try {
+    writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`, { mode: 0o600 });
+    console.log(`Report, with every trial's turns, tool calls and answers: ${shownPath(file)}`);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    console.error(`The report could not be written to ${shownPath(file)} (${reason}).`);
+  }
+}
+
+function readScenarioFile(file: string, shownAs: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(
+      `Cannot read ${shownAs} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`,
+    );
+  }
+}
+
+/** EVAL_PRICE_INPUT and EVAL_PRICE_OUTPUT (per million tokens): both, or no cost estimate. */
+function priceSettings(): Prices | undefined {
+  const read = (name: string) => {
+    const value = process.env[name]?.trim();
+    if (!value) return undefined;
+    if (!/^\d+(\.\d+)?$/.test(value))
+      throw new ConfigError(
+        `${name} must be a price per million tokens such as 0.30 (it is "${printable(value, { singleLine: true })}"). Fix it in .env.`,
+      );
+    return Number(value);
+  };
+  const [input, output] = [read('EVAL_PRICE_INPUT'), read('EVAL_PRICE_OUTPUT')];
+  return input === undefined || output === undefined ? undefined : { input, output };
+}
+
+/** A path as the learner can use it from where they ran the eval. */
+function shownPath(file: string): string {
+  const relative = path.relative(typedIn, file);
+  return printable(relative.startsWith('..') ? file : relative, { singleLine: true });
+}

@@ -1,0 +1,134 @@
+// Going further: one trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
+import { randomBytes } from 'node:crypto';
+import type mysql from 'mysql2/promise';
+import { explainDatabaseError } from '../../../shared/db.ts';
+import type { Usage } from '../../../shared/llm/index.ts';
+import { judge, readStoreFacts } from './judge.ts';
+import type { Scenario } from './scenario-file.ts';
+import { unanswered, type SittingInput, type SittingResult, type TurnRecord } from './sitting.ts';
+
+/** Runs one sitting against a database: a child process in eval.ts, the same code in-process in tests. */
+export type SittingRunner = (input: SittingInput, database: string) => Promise<SittingResult>;
+
+export interface TrialRecord {
+  scenario: string;
+  /** 1, 2, … within the scenario. */
+  trial: number;
+  /** "error": the provider or the database failed, so no verdict (pass^k leaves it out). */
+  verdict: 'pass' | 'fail' | 'error';
+  /** The expectations broken, each with what happened instead. */
+  broken: string[];
+  /** Why there is no verdict. */
+  error?: string;
+  /** The provider refused the key or the model: no later trial can do better. */
+  fatal?: boolean;
+  /** Every turn across the sittings (numbered from 1 in this order), with the sitting it was asked in. */
+  turns: Array<TurnRecord & { sitting: number }>;
+  usage: Usage;
+  /** Time spent answering: the turns' own, without the setup of the trial's database. */
+  ms: number;
+  /** The scratch database it ran in (dropped at its end). */
+  database: string;
+}
+
+/** The scratch databases the eval made, so a Ctrl-C can drop the one still there. */
+export class ScratchDatabases {
+  private readonly live = new Set<string>();
+
+  /** `prefix`: the eval's own, never DB_NAME's (tests running side by side each take one of their own). */
+  constructor(
+    private readonly admin: mysql.Connection,
+    private readonly prefix = 'nimbus_eval_',
+  ) {}
+
+  async create(): Promise<string> {
+    const name = `${this.prefix}${randomBytes(6).toString('hex')}`;
+    this.live.add(name);
+    await this.admin
+      .query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`)
+      .catch(said);
+    return name;
+  }
+
+  async drop(name: string): Promise<void> {
+    await this.admin.query(`DROP DATABASE IF EXISTS \`${name}\``).catch(said);
+    this.live.delete(name);
+  }
+
+  /** The scratch databases not dropped yet. */
+  names(): string[] {
+    return [...this.live];
+  }
+
+  async dropAll(): Promise<void> {
+    for (const name of [...this.live]) await this.drop(name);
+  }
+}
+
+/**
+ * One trial in a database of its own, dropped at the end however the trial went. The sittings run in
+ * order, each resuming the conversation the last one left (or a new one, newConversations).
+ */
+export async function runTrial(
+  scenario: Scenario & { customer: string },
+  trial: number,
+  databases: ScratchDatabases,
+  admin: mysql.Connection,
+  runSitting: SittingRunner,
+): Promise<TrialRecord> {
+  const database = await databases.create();
+  const turns: TrialRecord['turns'] = [];
+  const record = (
+    fields: Pick<TrialRecord, 'verdict' | 'broken' | 'error' | 'fatal'>,
+  ): TrialRecord => ({
+    scenario: scenario.id,
+    trial,
+    ...fields,
+    turns,
+    usage: {
+      input_tokens: turns.reduce((sum, t) => sum + t.usage.input_tokens, 0),
+      output_tokens: turns.reduce((sum, t) => sum + t.usage.output_tokens, 0),
+    },
+    ms: turns.reduce((sum, t) => sum + t.ms, 0),
+    database,
+  });
+  try {
+    let conversation: string | undefined;
+    for (const [i, sitting] of scenario.sittings.entries()) {
+      const input = {
+        customer: scenario.customer,
+        resume: scenario.newConversations ? undefined : conversation,
+        turns: sitting,
+      };
+      let result: SittingResult;
+      try {
+        result = await runSitting(input, database);
+      } catch (error) {
+        // The sitting's process failed before it could say how its turns went (setup, a bad customer).
+        return record({ verdict: 'error', broken: [], error: (error as Error).message });
+      }
+      turns.push(...result.turns.map((turn) => ({ sitting: i + 1, ...turn })));
+      conversation = result.conversation;
+      const failed = result.turns.find(unanswered);
+      if (failed) {
+        const error = failed.problem ?? failed.outcome;
+        return record({
+          verdict: 'error',
+          broken: [],
+          error,
+          ...(failed.fatal ? { fatal: true } : {}),
+        });
+      }
+    }
+    const facts = await readStoreFacts(admin, database, scenario.customer).catch(said);
+    const broken = judge(scenario, turns, facts);
+    return record({ verdict: broken.length ? 'fail' : 'pass', broken });
+  } finally {
+    await databases.drop(database);
+  }
+}
+
+/** What the database server said, in one sentence (the eval's own connection fails like any other). */
+function said(error: unknown): never {
+  throw explainDatabaseError(error);
+}
