@@ -46,6 +46,7 @@ export class Trace {
   private readonly quiet: boolean;
   private readonly stderr: ScriptIo['stderr'];
   private readonly onLine: (line: string) => void;
+  private held = '';
   private failed = false;
 
   constructor(
@@ -68,20 +69,39 @@ export class Trace {
       ...data,
     };
     // Escaped JSON: people read this file with cat or tail -f, where what was written must stay inert too.
-    this.append(printableJson(line) + '\n');
+    this.held += printableJson(line) + '\n';
+    // Until the conversation has a row, lines wait here: no trace file is left that no reset could find.
+    if (this.conversation.saved) {
+      this.append(this.held);
+      this.held = '';
+    }
     const text = terminalLine(type, data);
     if (text && !this.quiet) this.onLine(printable(text, { singleLine: true }));
   }
 
-  private append(lines: string): void {
+  private append(line: string): void {
     if (this.failed) return;
     try {
-      (this.options.appendLines ?? appendLines)(this.file, lines, this.conversation);
+      if (this.options.appendLines)
+        return this.options.appendLines(this.file, line, this.conversation);
+      makeFolders(path.dirname(this.file));
+      // Appending whole lines means a crash can cut the file short but never leave a half-written event.
+      // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+      // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
+      const fd = openSync(
+        this.file,
+        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+        0o600,
+      );
+      try {
+        writeSync(fd, line);
+      } finally {
+        closeSync(fd);
+      }
     } catch (error) {
       this.failed = true;
-      const code = (error as NodeJS.ErrnoException).code ?? error;
       this.say(
-        `warning: could not write the trace ${this.file} (${code}); carrying on without it.`,
+        `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
       );
     }
   }
@@ -89,19 +109,6 @@ export class Trace {
   /** One dim line on the terminal. */
   private say(text: string): void {
     this.stderr.write(`${dim(text, this.stderr)}\n`);
-  }
-}
-
-/** Appends whole lines (a crash can cut the file short, never leave half an event) to a file for our user only. */
-function appendLines(file: string, lines: string): void {
-  makeFolders(path.dirname(file));
-  // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
-  const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK;
-  const fd = openSync(file, flags, 0o600);
-  try {
-    writeSync(fd, lines);
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -2,7 +2,11 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import {
+  createScratchDatabase,
+  useScratchDatabase,
+  type ScratchDatabase,
+} from '../../shared/testing/database.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 
@@ -95,7 +99,7 @@ describe('first runs started at the same moment', () => {
       expect(await count('customers')).toBe(8);
     } finally {
       await scratch.drop();
-      process.env.DB_NAME = db.name;
+      await useScratchDatabase(db.name);
     }
   });
 });
@@ -136,15 +140,15 @@ describe('setup.ts resets, and only when told to', () => {
   it('asks nothing when nothing would be lost: no database yet, or only empty tables', async () => {
     const scratch = await createScratchDatabase();
     try {
-      process.env.DB_NAME = `${scratch.name}_never_created`;
+      await useScratchDatabase(`${scratch.name}_never_created`);
       expect((await planReset()).losses).toEqual([]);
-      process.env.DB_NAME = scratch.name;
+      await useScratchDatabase(scratch.name);
       await ensureDatabase(() => {});
       for (const table of [...TABLES].reverse()) await query(`DELETE FROM ${table}`);
       expect((await planReset()).losses).toEqual([]);
     } finally {
       await scratch.drop();
-      process.env.DB_NAME = db.name;
+      await useScratchDatabase(db.name);
     }
   });
 

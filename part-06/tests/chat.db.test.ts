@@ -2,7 +2,11 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import {
+  createScratchDatabase,
+  useScratchDatabase,
+  type ScratchDatabase,
+} from '../../shared/testing/database.ts';
 import {
   startFakeProvider,
   type ChatView,
@@ -92,7 +96,7 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
       env,
       input: 'Yes please.\n',
     });
-    process.env.DB_NAME = db.name;
+    await useScratchDatabase(db.name);
     stored = await loadMessages(conversationId);
     shown = await runScript(SHOW, [conversationId, '--context'], { env });
   });

@@ -1,7 +1,8 @@
 // Gives each test file its own scratch database, so tests never touch DB_NAME and can run in parallel.
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
-import { connectionOptions, closePool } from '../db.ts';
+import { dbSettings } from '../config.ts';
+import { connectionOptions, closePool, useDatabase } from '../db.ts';
 
 export interface ScratchDatabase {
   name: string;
@@ -23,8 +24,7 @@ export async function createScratchDatabase(): Promise<ScratchDatabase> {
   } finally {
     await admin.end();
   }
-  await closePool(); // the next query opens a pool on the new database
-  process.env.DB_NAME = name;
+  await useScratchDatabase(name);
   return {
     name,
     async drop() {
@@ -37,6 +37,15 @@ export async function createScratchDatabase(): Promise<ScratchDatabase> {
       }
     },
   };
+}
+
+/**
+ * Points this process at the database `name` (its own queries, and DB_NAME for the scripts it starts):
+ * how a test moves between its scratch databases.
+ */
+export async function useScratchDatabase(name: string): Promise<void> {
+  process.env.DB_NAME = name;
+  await useDatabase(() => dbSettings());
 }
 
 /** Can we reach the MySQL server from DB_* settings? Returns undefined when yes, else the reason. */

@@ -8,8 +8,8 @@ type AppendLines = NonNullable<TraceOptions['appendLines']>;
 
 /**
  * A trace file is a copy of the conversation, so it must go wherever the rows go, and never come back:
- * - lines wait until the conversation has a row (a new conversation's first save): no file is left that
- *   no reset or erasure could find, and none once `mayWrite` says the question's lease is lost;
+ * - lines wait while `mayWrite` says the question's lease is lost (the core's trace already holds them
+ *   until the conversation has a row);
  * - a link put in the file's place is refused (O_NOFOLLOW), never written through to where it points;
  * - the file is created only by the first lines this process writes to it: gone after that, it was
  *   deleted by an erasure while the question ran, and nothing more is written;
@@ -23,7 +23,7 @@ export function erasureSafeTraces(mayWrite: (conversationId: string) => boolean)
   return (file, lines, conversation) => {
     if (erased.has(file)) return;
     const pending = (waiting.get(file) ?? '') + lines;
-    if (!conversation.saved || !mayWrite(conversation.id)) return void waiting.set(file, pending);
+    if (!mayWrite(conversation.id)) return void waiting.set(file, pending);
     waiting.delete(file);
     makeFolders(path.dirname(file));
     // O_NONBLOCK: something other than a file at this path (a pipe nobody reads) fails instead of blocking.
