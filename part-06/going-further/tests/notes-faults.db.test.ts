@@ -143,7 +143,7 @@ describe('the notes cap', () => {
           `CREATE VIEW \`${nodeB}\`.\`${name}\` AS SELECT * FROM \`${db.name}\`.\`${name}\``,
         );
       elsewhere = startScript(
-        'part-06/tests/save-note-elsewhere.ts',
+        'part-06/going-further/tests/save-note-elsewhere.ts',
         [String(customer.id), 'b'.repeat(32), 'Saved on node B.'],
         { env: { DB_NAME: nodeB } },
       );
