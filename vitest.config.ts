@@ -72,6 +72,8 @@ export default defineConfig(({ mode }) => {
         OPENAI_BASE_URL: '',
         OPENAI_REASONING_EFFORT: '',
         GOOGLE_API_KEY: '',
+        // @google/genai 3 takes its API version from here when the code names none (we name none).
+        GOOGLE_GENAI_API_VERSION: '',
         DB_NAME: 'nimbus_tests_must_use_a_scratch_database',
         // The demo customer signs in, whatever a developer's .env says; tests of other customers say so.
         CUSTOMER_EMAIL: 'maya.patel@example.com',

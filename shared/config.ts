@@ -8,8 +8,9 @@ import { printable } from './text.ts';
 /** The repository root, found from this file's location so scripts work from any working directory. */
 export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-// dotenv never overwrites a variable that is already set, so real environment variables win over .env.
-loadDotenv({ path: path.join(ROOT_DIR, '.env'), quiet: true });
+// Real environment variables win over .env: dotenv leaves a variable that is already set alone. Said
+// here rather than left to its default, which dotenv 18 lets a DOTENV_OVERRIDE variable change.
+loadDotenv({ path: path.join(ROOT_DIR, '.env'), quiet: true, override: false });
 
 /** A setting is missing or invalid. Entry scripts print the message (one sentence) and exit 1. */
 export class ConfigError extends Error {

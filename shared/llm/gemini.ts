@@ -41,6 +41,7 @@ export function client(settings: GeminiSettings): GoogleGenAI {
   // Always pass the key: without one the SDK looks for Google Cloud credentials instead.
   // No httpOptions.timeout: the SDK has none by default, and our deadline (retry.ts) bounds the whole call.
   // The SDK's timer would end an attempt as if we had cancelled it.
+  // No apiVersion: the SDK's default, Gemini's stable v1, serves all we use (Part 1's README says which).
   return new GoogleGenAI({
     apiKey: settings.apiKey,
     ...(settings.baseUrl ? { httpOptions: { baseUrl: settings.baseUrl } } : {}),

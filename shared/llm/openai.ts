@@ -239,7 +239,8 @@ export async function openaiEmbed(
   signal: AbortSignal,
 ): Promise<number[][]> {
   const response = await client(settings).embeddings.create(
-    // Without 'float' the SDK asks for base64, and servers that answer with plain arrays yield [] silently.
+    // 'float' asks for the plain arrays we read, which compatible servers send whatever is asked. The SDK's
+    // own default is base64, decoded for us: openai 6 turned plain arrays sent back then into [] silently.
     { model: settings.embeddingModel!, input: texts, encoding_format: 'float' },
     { signal },
   );

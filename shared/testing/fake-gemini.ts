@@ -37,9 +37,11 @@ export function geminiWire(options: GeminiWireOptions): FakeWire {
   // Every signature this server handed out: a replayed one must be among them (or a documented dummy).
   const issued = new Set<string>();
   return {
+    // Both API versions serve the same three methods: @google/genai 3 calls the stable /v1 unless told
+    // otherwise, 2.x and a client pinned to the beta call /v1beta. Any other version is a 404, as on Google's.
     route(path) {
       const match =
-        /^\/v1beta\/models\/([^:/]+):(generateContent|streamGenerateContent|batchEmbedContents)$/.exec(
+        /^\/(?:v1|v1beta)\/models\/([^:/]+):(generateContent|streamGenerateContent|batchEmbedContents)$/.exec(
           path,
         );
       if (!match) return undefined;

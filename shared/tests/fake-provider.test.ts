@@ -96,6 +96,52 @@ describe('OpenAI wire', () => {
 });
 
 describe('Gemini wire', () => {
+  // @google/genai 3 calls the stable /v1 by default, 2.x and a client pinned to the beta /v1beta: Google
+  // serves generateContent, its stream and batchEmbedContents on both, and rejects the same mistakes on both.
+  it.each(['v1', 'v1beta'])('serves and rejects the same on /%s', async (version) => {
+    const hi = { role: 'user', parts: [{ text: 'Hi' }] };
+    fake.reply({ text: 'Hello' });
+    const answered = await post(`/${version}/models/gemini-fake:generateContent`, {
+      contents: [hi],
+    });
+    expect(answered.status).toBe(200);
+    expect(JSON.parse(answered.text).candidates[0].content.parts[0].text).toBe('Hello');
+
+    const unsigned = await post(`/${version}/models/gemini-fake:generateContent`, {
+      contents: [
+        hi,
+        { role: 'model', parts: [{ functionCall: { name: 'x', args: {} } }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'x', response: { output: 1 } } }] },
+      ],
+    });
+    expect(unsigned.status).toBe(400);
+    expect(JSON.parse(unsigned.text).error.message).toMatch(/missing a thought_signature/);
+
+    fake.reply({ text: 'Hel' });
+    const streamed = await postStream(
+      `/${version}/models/gemini-fake:streamGenerateContent?alt=sse`,
+      { contents: [hi] },
+    );
+    expect(streamed.type).toMatch(/text\/event-stream/);
+    expect(JSON.parse(streamed.events[0]).candidates[0].content.parts[0].text).toBe('Hel');
+
+    const embedded = await post(`/${version}/models/gemini-embedding-fake:batchEmbedContents`, {
+      requests: [{ content: { parts: [{ text: 'alpha' }] }, outputDimensionality: 3 }],
+    });
+    expect(embedded.status).toBe(200);
+    expect(JSON.parse(embedded.text).embeddings[0].values).toHaveLength(3);
+  });
+
+  it('has no route for an API version Google does not serve', async () => {
+    const { status, text } = await post('/v2/models/gemini-fake:generateContent', {
+      contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
+    });
+    expect(status).toBe(404);
+    expect(JSON.parse(text).error.message).toBe(
+      'No fake route for POST /v2/models/gemini-fake:generateContent',
+    );
+  });
+
   it('rejects a function call without a name', async () => {
     const { status, text } = await post('/v1beta/models/gemini-fake:generateContent', {
       contents: [
