@@ -1,7 +1,7 @@
 // The fake server's Gemini side: generateContent, its stream and batchEmbedContents as @google/genai sends and reads them.
 import { randomBytes } from 'node:crypto';
 import { fakeEmbedding } from './embeddings.ts';
-import type { ScriptedError, ViewMessage } from './fake-provider.ts';
+import type { ScriptedError, ViewMessage } from './fake-script.ts';
 import {
   chatView,
   DEFAULT_DIMENSIONS,

@@ -1,6 +1,6 @@
 // The fake server's OpenAI side: Chat Completions (whole or streamed) and embeddings as the openai SDK sends and reads them.
 import { fakeEmbedding } from './embeddings.ts';
-import type { ScriptedError, ViewMessage } from './fake-provider.ts';
+import type { ScriptedError, ViewMessage } from './fake-script.ts';
 import {
   chatView,
   DEFAULT_DIMENSIONS,

@@ -1,6 +1,6 @@
 // What the fake server asks of one provider's wire format, so the server itself has no provider branches.
 import type { ProviderName } from '../config.ts';
-import type { ChatView, ScriptedError, ScriptedReply, ViewMessage } from './fake-provider.ts';
+import type { ChatView, ScriptedError, ScriptedReply, ViewMessage } from './fake-script.ts';
 
 /** An endpoint of the provider. Gemini names the model in the path; OpenAI in the body (`model` undefined). */
 interface FakeRoute {
