@@ -7,7 +7,9 @@ import {
   connectionOptions,
   explainDatabaseError,
   withTransaction,
+  useDatabase,
 } from '../../../shared/db.ts';
+import { dbSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { printable } from '../../../shared/text.ts';
 import type { StoredMessage } from '../../memory.ts';
@@ -38,7 +40,7 @@ await runMain(async () => {
   const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
     throw explainDatabaseError(error);
   });
-  process.env.DB_NAME = database;
+  await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
   const dropAndLeave = async () => {
     await closePool();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});

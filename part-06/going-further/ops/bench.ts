@@ -2,7 +2,13 @@
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import { UsageError, parseFlags, runMain } from '../../../shared/cli.ts';
-import { closePool, connectionOptions, explainDatabaseError } from '../../../shared/db.ts';
+import {
+  closePool,
+  connectionOptions,
+  explainDatabaseError,
+  useDatabase,
+} from '../../../shared/db.ts';
+import { dbSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
@@ -55,7 +61,7 @@ await runMain(async () => {
   process.once('SIGINT', dropAndLeave);
   process.once('SIGTERM', dropAndLeave);
   process.stdout.on('error', dropAndLeave);
-  process.env.DB_NAME = database;
+  await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
   try {
     // The tables the full Nimbus uses, with the sample store (its customer 1 owns the conversations).
     await ensureFullDatabase(() => {});

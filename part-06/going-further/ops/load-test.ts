@@ -8,8 +8,13 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import { parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
-import { dbSettings, llmSettings } from '../../../shared/config.ts';
-import { closePool, connectionOptions, explainDatabaseError } from '../../../shared/db.ts';
+import { dbSettings, llmSettings, logDir as traceDir } from '../../../shared/config.ts';
+import {
+  closePool,
+  connectionOptions,
+  explainDatabaseError,
+  useDatabase,
+} from '../../../shared/db.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { startFakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
@@ -55,7 +60,7 @@ await runMain(async () => {
   const turns = whole(values.turns, '--turns');
   const pace = whole(values.pace, '--pace');
   if (values.worker !== undefined) {
-    const options = { llm: llmSettings(), logDir: process.env.LOG_DIR!, quiet: true };
+    const options = { llm: llmSettings(), logDir: traceDir(), quiet: true };
     return worker(whole(values.worker, '--worker'), turns, options);
   }
   const sizes = values.customers.split(',').map((k) => whole(k, '--customers'));
@@ -73,7 +78,7 @@ await runMain(async () => {
   const env = { ...fake.env('openai'), DB_NAME: database, LOG_DIR: logDir };
   const results = [];
   try {
-    process.env.DB_NAME = database;
+    await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
     await ensureFullDatabase(() => {});
     for (const k of sizes) {
       log(
