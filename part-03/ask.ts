@@ -34,7 +34,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings first: a missing key is said before anything is created.
   const llm = llmSettings(io.env);
-  await ensureDatabase();
+  await ensureDatabase(io.error);
   const customer = await signIn(values.customer, customerEmail(io.env));
   io.error(dim(`Signed in as ${describeCustomer(customer)}.`, io.stderr));
 

@@ -37,7 +37,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   // Settings first: a missing key or a bad LOG_DIR is said before anything is created.
   const llm = llmSettings(io.env);
   const logDir = ensureLogDir(io.env);
-  await ensureDatabase();
+  await ensureDatabase(io.error);
   const customer = await signIn(values.customer, customerEmail(io.env));
   if (!values.quiet) io.error(dim(`Signed in as ${describeCustomer(customer)}.`, io.stderr));
 

@@ -40,7 +40,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
       return 1;
     }
   }
-  await resetDatabase();
+  await resetDatabase(io.log);
 }
 
 if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -31,7 +31,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   try {
-    const bar = progressBar(`Embedding with ${model}:`);
+    const bar = progressBar(`Embedding with ${model}:`, io.stderr);
     const { done, total } = await buildIndex(llm, {
       onProgress: (progress) => progress.total > 0 && bar(progress),
       signal: controller.signal,

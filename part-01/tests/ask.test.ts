@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 
 // This part's own ask.ts, found from this file, so the test always runs the code beside it.
@@ -36,7 +37,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
 
 describe('ask.ts errors', () => {
   it('without a key: one line naming the variable, exit 1', async () => {
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('gemini'), GEMINI_API_KEY: '' },
     });
     expect(result.code).toBe(1);
@@ -48,7 +49,7 @@ describe('ask.ts errors', () => {
 
   it('a provider error is one clear line, exit 1', async () => {
     fake.reply({ error: { status: 401 } });
-    const result = await runScript(SCRIPT, ['Hello'], { env: fake.env('openai') });
+    const result = await runInProcess(SCRIPT, ['Hello'], { env: fake.env('openai') });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(
       'The OpenAI-compatible server rejected the API key (401). Check OPENAI_API_KEY in .env.\n',
@@ -56,18 +57,18 @@ describe('ask.ts errors', () => {
   });
 
   it('without a question: usage, exit 2; --help: usage, exit 0 — written for where it was run from', async () => {
-    const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
+    const missing = await runInProcess(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe(
       'Please give Nimbus a question.\nUsage: npx tsx part-01/ask.ts "your question"\n\nAsks Nimbus one question and prints its answer.\n',
     );
-    const help = await runScript(SCRIPT, ['--help'], {
+    const help = await runInProcess(SCRIPT, ['--help'], {
       env: fake.env('gemini'),
       cwd: path.dirname(SCRIPT),
     });
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: npx tsx ask.ts "your question"');
-    const unknown = await runScript(SCRIPT, ['--verbose', 'Hi'], { env: fake.env('gemini') });
+    const unknown = await runInProcess(SCRIPT, ['--verbose', 'Hi'], { env: fake.env('gemini') });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.split('\n')[0]).toBe('Unknown option --verbose.');
   });

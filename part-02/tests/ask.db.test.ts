@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 
 // This part's own ask.ts, found from this file, so the test always runs the code beside it.
@@ -49,7 +50,7 @@ describe('ask.ts errors and first run', () => {
     const fresh = await createScratchDatabase();
     try {
       fake.reply({ text: 'Which order number?' });
-      const result = await runScript(SCRIPT, ['Where is my order?'], {
+      const result = await runInProcess(SCRIPT, ['Where is my order?'], {
         env: { ...fake.env('gemini'), DB_NAME: fresh.name },
       });
       expect(result.code).toBe(0);
@@ -58,7 +59,7 @@ describe('ask.ts errors and first run', () => {
       );
       expect(result.stdout).toBe('Which order number?\n');
       fake.reply({ text: 'Which order number?' });
-      const again = await runScript(SCRIPT, ['Where is my order?'], {
+      const again = await runInProcess(SCRIPT, ['Where is my order?'], {
         env: { ...fake.env('gemini'), DB_NAME: fresh.name },
       });
       expect(again.stderr).toBe('Signed in as Maya Patel (maya.patel@example.com).\n');
@@ -68,7 +69,7 @@ describe('ask.ts errors and first run', () => {
   });
 
   it('names host, port and the variables to check when the database is unreachable', async () => {
-    const result = await runScript(SCRIPT, ['Where is order 1042?'], {
+    const result = await runInProcess(SCRIPT, ['Where is order 1042?'], {
       env: { ...fake.env('gemini'), DB_NAME: db.name, DB_PORT: '9' },
     });
     expect(result.code).toBe(1);
@@ -78,7 +79,7 @@ describe('ask.ts errors and first run', () => {
   });
 
   it('without a key: one line naming the variable, exit 1', async () => {
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: db.name },
     });
     expect(result.code).toBe(1);
@@ -89,7 +90,7 @@ describe('ask.ts errors and first run', () => {
   });
 
   it('without a question: usage, exit 2', async () => {
-    const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
+    const missing = await runInProcess(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(
       'Usage: npx tsx part-02/ask.ts [--customer=<email>] "your question"',

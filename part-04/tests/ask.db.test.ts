@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 
 // This part's own script, found from this file, so the test always runs the code beside it.
@@ -50,7 +51,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
 describe('ask.ts options and errors', () => {
   it('--quiet hides the trace lines', async () => {
     fake.reply(...refundScript);
-    const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], {
+    const result = await runInProcess(SCRIPT, ['--quiet', 'Refund for 1043?'], {
       env: { ...fake.env('gemini'), DB_NAME: db.name },
     });
     expect(result.code).toBe(0);
@@ -59,7 +60,7 @@ describe('ask.ts options and errors', () => {
 
   it('exits 1 after the fallback answer when the provider keeps failing', async () => {
     fake.reply({ error: { status: 400, message: 'Bad request' } });
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('openai'), DB_NAME: db.name },
     });
     expect(result.code).toBe(1);
@@ -71,7 +72,7 @@ describe('ask.ts options and errors', () => {
 
   it('without a key: that is the first and only thing said, before any setup, exit 1', async () => {
     const never = `nimbus_test_never_${Date.now().toString(36)}`;
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('gemini'), GEMINI_API_KEY: '', DB_NAME: never },
     });
     expect(result.code).toBe(1);
@@ -82,7 +83,7 @@ describe('ask.ts options and errors', () => {
   });
 
   it('without a question: usage and exit 2', async () => {
-    const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
+    const missing = await runInProcess(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Usage: npx tsx part-04/ask.ts');
   });

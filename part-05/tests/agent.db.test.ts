@@ -2,7 +2,8 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Writable } from 'node:stream';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { logDir } from '../../shared/config.ts';
 import { closePool, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
@@ -227,19 +228,21 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   it('carries on with one warning when the trace cannot be written', async () => {
     const logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-trace-'));
     writeFileSync(path.join(logs, 'traces'), ''); // a file where the traces folder should be
-    const spy = vi.spyOn(console, 'error').mockImplementation(() => {});
-    let warnings: string;
+    let warnings = '';
+    const stderr = new Writable({
+      write(chunk, _encoding, done) {
+        warnings += chunk.toString();
+        done();
+      },
+    });
     fake.reply({ text: 'Still here.' });
     try {
-      expect((await runAgent('Hello?', maya, { ...options, logDir: logs })).answer).toBe(
-        'Still here.',
-      );
+      const answered = await runAgent('Hello?', maya, { ...options, logDir: logs, stderr });
+      expect(answered.answer).toBe('Still here.');
     } finally {
-      warnings = spy.mock.calls.flat().join('\n');
-      spy.mockRestore();
       rmSync(logs, { recursive: true, force: true });
     }
-    expect(warnings).toMatch(
+    expect(warnings.trimEnd()).toMatch(
       /^warning: could not write the trace .*\.jsonl \(ENOTDIR\); carrying on without it\.$/,
     );
   });

@@ -11,9 +11,10 @@ export interface ScratchDatabase {
 
 /**
  * Creates an empty database with a unique name and points this process at it (DB_NAME), so the part's
- * own code — setup, tools, memory — runs against it unchanged. Subprocesses get it via `env()`.
+ * own code — setup, tools, memory — runs against it unchanged; scripts get it in their env. With
+ * `use: false` it only creates it: for tests that run side by side, each naming its own in a script's env.
  */
-export async function createScratchDatabase(): Promise<ScratchDatabase> {
+export async function createScratchDatabase({ use = true } = {}): Promise<ScratchDatabase> {
   // TEST_DB_PREFIX: on a shared server, a prefix of your own keeps the tests' databases apart.
   const name = `${process.env.TEST_DB_PREFIX || 'nimbus_test_'}${randomBytes(5).toString('hex')}`;
   const admin = await mysql.createConnection(connectionOptions());
@@ -24,11 +25,11 @@ export async function createScratchDatabase(): Promise<ScratchDatabase> {
   } finally {
     await admin.end();
   }
-  await useScratchDatabase(name);
+  if (use) await useScratchDatabase(name);
   return {
     name,
     async drop() {
-      await closePool();
+      if (use) await closePool();
       const connection = await mysql.createConnection(connectionOptions());
       try {
         await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);

@@ -234,7 +234,7 @@ describe('every script', () => {
         expect(source).toMatch(/parseFlags\(\{\s+args: io\.args,/);
         // usageLines (shared/hints.ts) writes each of its lines with commandFor.
         expect(source).toMatch(
-          /^export function usage\(io: ScriptIo\): string \{\n {2}return `(Usage: \$\{commandFor|\$\{usageLines)\(import\.meta\.url/m,
+          /^export function usage\(io: ScriptIo\): string \{\n {2}return `(Usage: \$\{commandFor|\$\{usageLines)\(\s*import\.meta\.url/m,
         );
         expect(source).toMatch(
           /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$/m,

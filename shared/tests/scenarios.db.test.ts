@@ -86,7 +86,9 @@ describe.concurrent.each(LISTS)('%s', (part) => {
       let fake: FakeProvider;
       beforeAll(async () => {
         fake = await startFakeProvider();
-        db = await createScratchDatabase(); // empty: the part's first run sets it up, as for a learner
+        // Empty: the part's first run sets it up, as for a learner. Lists run side by side, each script in-process
+        // against its own database (its DB_NAME), so none of them switches this process's.
+        db = await createScratchDatabase({ use: false });
       });
       afterAll(async () => {
         await fake.close();
