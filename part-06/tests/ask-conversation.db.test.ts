@@ -4,12 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
-import { loadMessages } from '../memory.ts';
 import { ensureDatabase } from '../setup-database.ts';
-import { coreSession } from './test-session.ts';
 
 const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
-const FULL_ASK = fileURLToPath(new URL('../going-further/ask.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let env: Record<string, string>;
@@ -54,24 +51,5 @@ describe('ask.ts with conversations', () => {
       `Conversation ${'0'.repeat(32)} was not found; starting a new one.`,
     );
     expect(result.stderr).toMatch(/Ask a follow-up with .* --conversation=(?!0{32})[0-9a-f]{32} /);
-  });
-
-  it('shares its conversations with the full Nimbus: one the core started continues in going-further/ask.ts', async () => {
-    fake.reply({ text: 'Which order do you mean?' });
-    const core = coreSession(
-      { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' },
-      fake.llm('openai'),
-    );
-    await core.ask('Where is my order?');
-    fake.reply((view) => ({ text: `Earlier you asked: "${view.messages[0].text}"` }));
-    const full = await runScript(
-      FULL_ASK,
-      [`--conversation=${core.conversation.id}`, 'It is 1042.'],
-      { env },
-    );
-    expect(full.code, full.stderr).toBe(0);
-    expect(full.stdout).toBe('Earlier you asked: "Where is my order?"\n');
-    // The full Nimbus gains its tables on its first run; the chapter's conversation is untouched by it.
-    expect(await loadMessages(core.conversation.id)).toHaveLength(4);
   });
 });

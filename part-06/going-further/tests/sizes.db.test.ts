@@ -1,18 +1,18 @@
-// Going further: a tool call whose arguments are larger than a database packet neither fails the save nor loses the ticket's step.
+// Going further: going further: a tool call whose arguments are larger than a database packet neither fails the save nor loses the ticket's step.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { logDir } from '../../shared/config.ts';
-import { query } from '../../shared/db.ts';
-import type { AssistantMessage } from '../../shared/llm/index.ts';
-import { ARGUMENTS_TOO_LONG } from '../../shared/llm/reply-limits.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { runAgent } from '../agent.ts';
-import { DEFAULT_BUDGET } from '../context.ts';
-import { loadMessages, newConversation } from '../memory.ts';
-import { loadRows } from '../going-further/store/message-rows.ts';
-import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
-import { hardenedStore } from '../going-further/store/hardened-store.ts';
-import { MAX_STORED_CHARS } from '../going-further/store/fit-message.ts';
+import { logDir } from '../../../shared/config.ts';
+import { query } from '../../../shared/db.ts';
+import type { AssistantMessage } from '../../../shared/llm/index.ts';
+import { ARGUMENTS_TOO_LONG } from '../../../shared/llm/reply-limits.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { runAgent } from '../../agent.ts';
+import { DEFAULT_BUDGET } from '../../context.ts';
+import { loadMessages, newConversation } from '../../memory.ts';
+import { loadRows } from '../store/message-rows.ts';
+import { ensureFullDatabase } from '../store/ensure-tables.ts';
+import { hardenedStore } from '../store/hardened-store.ts';
+import { MAX_STORED_CHARS } from '../store/fit-message.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;

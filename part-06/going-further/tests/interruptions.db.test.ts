@@ -1,32 +1,37 @@
-// Killed, interrupted or blocked mid-turn, a chat keeps every completed step, never a half of one, for both providers: the core chat.ts killed, the full one interrupted (Ctrl-C) or sharing a conversation.
+// Going further: killed, interrupted or blocked mid-turn, a chat keeps every completed step, never a half of one, for both providers: the core chat.ts killed, the full one interrupted (Ctrl-C) or sharing a conversation.
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connectionOptions, query } from '../../shared/db.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { connectionOptions, query } from '../../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import {
   startFakeProvider,
   type ChatView,
   type FakeProvider,
   type ProviderName,
-} from '../../shared/testing/fake-provider.ts';
-import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
-import { waitUntil } from '../../shared/testing/wait-until.ts';
-import { DEFAULT_BUDGET, splitIntoTurns } from '../context.ts';
-import { findConversation, loadMessages, plainStore, type Conversation } from '../memory.ts';
-import { loadRows } from '../going-further/store/message-rows.ts';
-import { WAITING_FOR_OTHER_QUESTION } from '../going-further/question/lease.ts';
-import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
-import { readHistory } from '../going-further/store/read-history.ts';
-import { coreSession, fullSession, type TestSession } from './test-session.ts';
-import type { LlmSettings } from '../../shared/config.ts';
-import type { Customer } from '../session.ts';
+} from '../../../shared/testing/fake-provider.ts';
+import {
+  collect,
+  runScript,
+  startScript,
+  waitForOutput,
+} from '../../../shared/testing/run-script.ts';
+import { waitUntil } from '../../../shared/testing/wait-until.ts';
+import { DEFAULT_BUDGET, splitIntoTurns } from '../../context.ts';
+import { findConversation, loadMessages, plainStore, type Conversation } from '../../memory.ts';
+import { loadRows } from '../store/message-rows.ts';
+import { WAITING_FOR_OTHER_QUESTION } from '../question/lease.ts';
+import { ensureFullDatabase } from '../store/ensure-tables.ts';
+import { readHistory } from '../store/read-history.ts';
+import { coreSession, fullSession, type TestSession } from '../../tests/test-session.ts';
+import type { LlmSettings } from '../../../shared/config.ts';
+import type { Customer } from '../../session.ts';
 
 /** The chapter's chat (plain store, readline). */
-const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const CHAT = fileURLToPath(new URL('../../chat.ts', import.meta.url));
 /** The full Nimbus: Ctrl-C handled for piped input too, one question at a time per conversation. */
-const FULL_CHAT = fileURLToPath(new URL('../going-further/chat.ts', import.meta.url));
-const FULL_ASK = fileURLToPath(new URL('../going-further/ask.ts', import.meta.url));
+const FULL_CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const FULL_ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
 /** Which chat, and the session that asks in-process the way it does. */
 type Chat = {
   script: string;
