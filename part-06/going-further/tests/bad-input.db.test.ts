@@ -7,7 +7,7 @@ import { runScript } from '../../../shared/testing/run-script.ts';
 import { MAX_QUESTION_CHARS } from '../terminal/question-limit.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
-const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
+const script = (name: string) => fileURLToPath(new URL(`../../${name}`, import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let env: Record<string, string>;

@@ -18,7 +18,7 @@ import { loadMessages } from '../../memory.ts';
 import { loadRows } from '../store/message-rows.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
-const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
+const script = (name: string) => fileURLToPath(new URL(`../../${name}`, import.meta.url));
 /** The full Nimbus's scripts. */
 const further = (name: string) => script(`going-further/${name}`);
 let fake: FakeProvider;

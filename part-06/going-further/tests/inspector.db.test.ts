@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { buildContext, type MemoryBudget, DEFAULT_BUDGET } from '../../context.ts';
 import { contextView } from '../../conversation-view.ts';
@@ -244,9 +245,13 @@ describe('show-conversation <id>, the core’s and going further’s', () => {
       '--budget, --recent and --question go with --context.',
     ],
   ])('%s refuses %j: one line, the usage, exit 2', async (script, args, message) => {
-    const run = await runScript(fileURLToPath(new URL(`../${script}`, import.meta.url)), args, {
-      env,
-    });
+    const run = await runInProcess(
+      fileURLToPath(new URL(`../../${script}`, import.meta.url)),
+      args,
+      {
+        env,
+      },
+    );
     expect(run.code).toBe(2);
     expect(run.stderr.split('\n')[0]).toBe(message);
     expect(run.stderr).toContain(`Usage: npx tsx part-06/${script}`);
@@ -255,8 +260,8 @@ describe('show-conversation <id>, the core’s and going further’s', () => {
   it.each(['show-conversation.ts', 'going-further/show-conversation.ts'])(
     '%s --help lists its ways to run it with what each does in one column',
     async (script) => {
-      const run = await runScript(
-        fileURLToPath(new URL(`../${script}`, import.meta.url)),
+      const run = await runInProcess(
+        fileURLToPath(new URL(`../../${script}`, import.meta.url)),
         ['--help'],
         {
           env,
