@@ -7,6 +7,7 @@ import {
   useScratchDatabase,
   type ScratchDatabase,
 } from '../../shared/testing/database.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 
@@ -130,7 +131,7 @@ describe('setup.ts resets, and only when told to', () => {
 
   it('with --yes resets the sample store, saying what it dropped', async () => {
     await query("UPDATE orders SET status = 'cancelled' WHERE id = 1042");
-    const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
+    const result = await runInProcess(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^Resetting database ".*" deletes \d+ customers, /);
     expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);

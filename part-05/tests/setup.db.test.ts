@@ -7,6 +7,7 @@ import {
   useScratchDatabase,
   type ScratchDatabase,
 } from '../../shared/testing/database.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
 
@@ -142,7 +143,7 @@ describe('setup.ts resets, and only when told to', () => {
 
   it('with --yes deletes the tickets and rebuilds the sample store', async () => {
     await somethingToLose();
-    const result = await runScript(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
+    const result = await runInProcess(SETUP, ['--yes'], { env: { DB_NAME: db.name } });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`Database "${db.name}": dropped ${TABLES.join(', ')}.`);
     expect(result.stdout).toContain('Skipped the search index: GEMINI_API_KEY is not set.');
@@ -158,7 +159,7 @@ describe('setup.ts resets, and only when told to', () => {
     await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
     try {
       const customers = await count('customers');
-      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name } });
+      const refused = await runInProcess(SETUP, [], { env: { DB_NAME: db.name } });
       expect(refused.code).toBe(2);
       expect(refused.stdout).toBe(`Resetting database "${db.name}" deletes ${await losses()}.\n`);
       expect(refused.stderr.split('\n')[0]).toBe(

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 
 // This part's own script, found from this file, so the test always runs the code beside it.
@@ -50,7 +51,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
 describe('ask.ts options and errors', () => {
   it('--quiet hides the trace lines', async () => {
     fake.reply(...refundScript);
-    const result = await runScript(SCRIPT, ['--quiet', 'Refund for 1043?'], {
+    const result = await runInProcess(SCRIPT, ['--quiet', 'Refund for 1043?'], {
       env: { ...fake.env('gemini'), DB_NAME: db.name },
     });
     expect(result.code).toBe(0);
@@ -60,7 +61,7 @@ describe('ask.ts options and errors', () => {
   it('exits 1 after the fallback answer when the provider cannot answer', async () => {
     // No credit left: not retried, so the customer hears at once that the service cannot be reached.
     fake.reply({ error: { status: 429, code: 'insufficient_quota' } });
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('openai'), DB_NAME: db.name },
     });
     expect(result.code).toBe(1);
@@ -74,7 +75,7 @@ describe('ask.ts options and errors', () => {
     fake.reply({
       error: { status: 400, message: 'Bad request: messages[3] has no tool call id.' },
     });
-    const result = await runScript(SCRIPT, ['--quiet', 'Hello'], {
+    const result = await runInProcess(SCRIPT, ['--quiet', 'Hello'], {
       env: { ...fake.env('openai'), DB_NAME: db.name },
     });
     expect(result.code).toBe(1);
@@ -86,7 +87,7 @@ describe('ask.ts options and errors', () => {
 
   it('a wrong key is one clear line and exit 1', async () => {
     fake.reply({ error: { status: 401 } });
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('gemini'), DB_NAME: db.name },
     });
     expect(result.code).toBe(1);
@@ -97,13 +98,13 @@ describe('ask.ts options and errors', () => {
   });
 
   it('without a question: usage and exit 2', async () => {
-    const missing = await runScript(SCRIPT, [], { env: fake.env('gemini') });
+    const missing = await runInProcess(SCRIPT, [], { env: fake.env('gemini') });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Usage: npx tsx part-06/ask.ts');
   });
 
   it('an unreachable database is one line naming host and port, exit 1', async () => {
-    const result = await runScript(SCRIPT, ['Hello'], {
+    const result = await runInProcess(SCRIPT, ['Hello'], {
       env: { ...fake.env('gemini'), DB_NAME: db.name, DB_HOST: '127.0.0.1', DB_PORT: '9' },
     });
     expect(result.code).toBe(1);

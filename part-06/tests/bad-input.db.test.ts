@@ -5,6 +5,7 @@ import { ensureDatabase } from '../setup-database.ts';
 import { dbSettings } from '../../shared/config.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
 import { loadMessages } from '../memory.ts';
@@ -60,7 +61,7 @@ describe('a database that cannot be reached', () => {
     '%s: one line naming what to check, exit 1, and nothing asked',
     async (_, override, message) => {
       const before = fake.chats().length;
-      const result = await runScript(script('chat.ts'), [], {
+      const result = await runInProcess(script('chat.ts'), [], {
         env: { ...env, ...override },
         input: 'Where is order 1042?\n',
       });
@@ -75,12 +76,15 @@ describe('hostile and unusual text', () => {
   it('is stored and shown exactly as typed: long, unicode, emoji, quotes and SQL', async () => {
     const question = `Ünïcödé 日本語 🎧🔥 "quotes" 'apostrophes' \\backslash\\ %_ wildcards '); DROP TABLE messages; -- ${'long text '.repeat(380)}end`;
     fake.reply((view) => ({ text: `Got ${view.lastUserText.length} characters.` }));
-    const chat = await runScript(script('chat.ts'), ['--quiet'], { env, input: `${question}\n` });
+    const chat = await runInProcess(script('chat.ts'), ['--quiet'], {
+      env,
+      input: `${question}\n`,
+    });
     expect(chat.code).toBe(0);
     expect(chat.stdout).toContain(`Nimbus: Got ${question.length} characters.`);
     const id = chat.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
     expect((await loadMessages(id))[0]).toEqual({ role: 'user', content: question });
-    const shown = await runScript(script('show-conversation.ts'), [id], { env });
+    const shown = await runInProcess(script('show-conversation.ts'), [id], { env });
     expect(shown.stdout).toContain(`user: ${question}`);
   });
 });
@@ -88,7 +92,7 @@ describe('hostile and unusual text', () => {
 describe('retries the learner can see', () => {
   it('shows the wait before retrying a rate limit, then answers', async () => {
     fake.reply({ error: { status: 429, retryDelay: '0.2s' } }, { text: 'Sorry for the wait!' });
-    const chat = await runScript(script('chat.ts'), [], { env, input: 'Hello?\n' });
+    const chat = await runInProcess(script('chat.ts'), [], { env, input: 'Hello?\n' });
     expect(chat.stderr).toContain(
       '[step 1] rate limited by Gemini, retrying in 0.2 s… (retry 1 of 3)',
     );
@@ -103,7 +107,7 @@ describe('retries the learner can see', () => {
         retryDelay: '0.2s',
       },
     });
-    const chat = await runScript(script('chat.ts'), [], { env, input: 'Hello?\n' });
+    const chat = await runInProcess(script('chat.ts'), [], { env, input: 'Hello?\n' });
     expect(chat.stderr).toContain(
       "[step 1] provider error: Gemini's daily quota for gemini-fake is used up (429). Retrying will not help until it resets",
     );

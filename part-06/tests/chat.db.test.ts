@@ -12,6 +12,7 @@ import {
   type ChatView,
   type FakeProvider,
 } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { buildContext, splitIntoTurns } from '../context.ts';
 import type { Message } from '../../shared/llm/index.ts';
@@ -92,13 +93,13 @@ describe.each(['gemini', 'openai'] as const)('chat.ts with %s', (provider) => {
       input: 'Can I get a refund for order 1043?\n\nWhat about my other order, 1042?\nexit\n',
     });
     conversationId = firstRun.stdout.match(/New conversation ([0-9a-f]{32})/)![1];
-    resumed = await runScript(CHAT, [`--resume=${conversationId}`], {
+    resumed = await runInProcess(CHAT, [`--resume=${conversationId}`], {
       env,
       input: 'Yes please.\n',
     });
     await useScratchDatabase(db.name);
     stored = await loadMessages(conversationId);
-    shown = await runScript(SHOW, [conversationId, '--context'], { env });
+    shown = await runInProcess(SHOW, [conversationId, '--context'], { env });
   });
   afterAll(() => db.drop());
 
@@ -217,7 +218,7 @@ describe('chat.ts input handling', () => {
   it('ignores empty lines, leaves on quit in any case, and at the end of input', async () => {
     fake.reply({ text: 'Hello!' });
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
-    const quit = await runScript(CHAT, ['--quiet'], {
+    const quit = await runInProcess(CHAT, ['--quiet'], {
       env,
       input: '\n   \nHi\nQUIT\nnever asked\n',
     });
@@ -229,21 +230,21 @@ describe('chat.ts input handling', () => {
       /Bye! Resume later with: npx tsx part-06\/chat\.ts --resume=[0-9a-f]{32}\n$/,
     );
     // Nothing asked, nothing stored: no conversation to resume.
-    const eof = await runScript(CHAT, [], { env, input: '' });
+    const eof = await runInProcess(CHAT, [], { env, input: '' });
     expect(eof.code).toBe(0);
     expect(eof.stdout).toMatch(/You: \nBye!\n$/);
   });
 
   it('starts a new conversation when a well-formed id is not found, and refuses a malformed one', async () => {
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
-    const missing = await runScript(CHAT, [`--resume=${'a'.repeat(32)}`], { env, input: '' });
+    const missing = await runInProcess(CHAT, [`--resume=${'a'.repeat(32)}`], { env, input: '' });
     expect(missing.code).toBe(0);
     expect(missing.stdout).toMatch(
       new RegExp(
         `\\nConversation ${'a'.repeat(32)} was not found; starting a new one\\.\\nNew conversation [0-9a-f]{32}\\n`,
       ),
     );
-    const malformed = await runScript(CHAT, ['--resume=1043'], { env, input: '' });
+    const malformed = await runInProcess(CHAT, ['--resume=1043'], { env, input: '' });
     expect(malformed.code).toBe(2);
     expect(malformed.stderr.split('\n')[0]).toBe(
       '--resume needs a conversation id: 32 lowercase hex characters (got "1043").',

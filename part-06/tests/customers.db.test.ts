@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDatabase } from '../setup-database.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { signIn } from '../session.ts';
 import { coreSession } from './test-session.ts';
@@ -38,7 +39,7 @@ describe('signing in', () => {
     fake.reply({ text: 'Hello Maya!' }, { text: 'Hello Liam!' });
     const maya = await runScript(CHAT, ['--quiet'], { env, input: 'Hi\n' });
     expect(maya.stdout.split('\n')[0]).toBe('Signed in as Maya Patel (maya.patel@example.com).');
-    const liam = await runScript(CHAT, ['--quiet', '--customer=Liam.OBrien@Example.com'], {
+    const liam = await runInProcess(CHAT, ['--quiet', '--customer=Liam.OBrien@Example.com'], {
       env,
       input: 'Hi\n',
     });
@@ -62,7 +63,7 @@ describe('signing in', () => {
     ],
   ])('refuses %j %j: one line, exit 2, no question asked', async (args, extra, message) => {
     const before = fake.chats().length;
-    const run = await runScript(ASK, [...args, 'Hi'], { env: { ...env, ...extra } });
+    const run = await runInProcess(ASK, [...args, 'Hi'], { env: { ...env, ...extra } });
     expect(run.code).toBe(2);
     expect(run.stderr.split('\n')[0]).toBe(message);
     expect(fake.chats()).toHaveLength(before);
@@ -73,13 +74,13 @@ describe('conversations belong to their customer', () => {
   it("another customer's conversation is not found, exactly like a missing one, for chat.ts and ask.ts", async () => {
     const mayas = await conversationOf('maya.patel@example.com');
     fake.reply({ text: 'Hello Liam.' }, { text: 'Hello again.' });
-    const chat = await runScript(
+    const chat = await runInProcess(
       CHAT,
       ['--quiet', '--customer=liam.obrien@example.com', `--resume=${mayas}`],
       { env, input: 'What did I ask before?\n' },
     );
     expect(chat.stdout).toContain(`Conversation ${mayas} was not found; starting a new one.`);
-    const ask = await runScript(
+    const ask = await runInProcess(
       ASK,
       ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${mayas}`, 'And now?'],
       { env },
@@ -88,7 +89,7 @@ describe('conversations belong to their customer', () => {
     // Nothing of Maya's conversation reached the model.
     for (const request of fake.chats().slice(-2))
       expect(request.view!.messages.map((m) => m.text)).not.toContain('Hi');
-    const missing = await runScript(
+    const missing = await runInProcess(
       ASK,
       ['--quiet', '--customer=liam.obrien@example.com', `--conversation=${'f'.repeat(32)}`, 'x'],
       { env },
@@ -100,7 +101,7 @@ describe('conversations belong to their customer', () => {
 
   it('a resume hint printed for a --customer run keeps the --customer, so it continues that conversation', async () => {
     fake.reply({ text: 'Hello Liam.' });
-    const first = await runScript(CHAT, ['--quiet', '--customer=liam.obrien@example.com'], {
+    const first = await runInProcess(CHAT, ['--quiet', '--customer=liam.obrien@example.com'], {
       env,
       input: 'Hi\n',
     });
@@ -108,7 +109,7 @@ describe('conversations belong to their customer', () => {
     expect(first.stdout).toContain(
       `Bye! Resume later with: npx tsx part-06/chat.ts --resume=${id} --customer=liam.obrien@example.com`,
     );
-    const again = await runScript(
+    const again = await runInProcess(
       CHAT,
       ['--quiet', `--resume=${id}`, '--customer=liam.obrien@example.com'],
       { env, input: 'exit\n' },

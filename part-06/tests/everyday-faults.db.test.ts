@@ -11,6 +11,7 @@ import { ConfigError, dbSettings, llmSettings } from '../../shared/config.ts';
 import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
 import { memoryBudget } from '../context.ts';
@@ -67,7 +68,7 @@ describe('settings that cannot work are the first and only thing said', () => {
   ])('LOG_DIR that is %s: one line naming it, exit 1, before anything else', async (_, dir) => {
     writeFileSync(path.join(logs, 'a-file'), '');
     const before = fake.chats().length;
-    const run = await runScript(script('chat.ts'), [], {
+    const run = await runInProcess(script('chat.ts'), [], {
       env: { ...env, LOG_DIR: dir() },
       input: 'Hi\n',
     });
@@ -108,7 +109,7 @@ describe('a memory budget or a time limit that cannot work', () => {
   it('is said by chat.ts at start, before anything is created or asked', async () => {
     const unused = `nimbus_test_never_${Date.now().toString(36)}`;
     const before = fake.chats().length;
-    const run = await runScript(script('chat.ts'), [], {
+    const run = await runInProcess(script('chat.ts'), [], {
       env: { ...env, MEMORY_MAX_CHARS: '1e12', DB_NAME: unused },
       input: 'Hi\n',
     });
@@ -125,13 +126,13 @@ describe('a memory budget or a time limit that cannot work', () => {
 describe('a trace that cannot be written mid-conversation', () => {
   it('is one warning; the answer is printed and the turn saved (a pipe nobody reads never blocks it)', async () => {
     fake.reply({ text: 'First answer.' }, { text: 'Second answer.' });
-    const first = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'First\n' });
+    const first = await runInProcess(script('chat.ts'), ['--quiet'], { env, input: 'First\n' });
     const conversation = idIn(first.stdout);
     // The conversation's trace file is replaced by a named pipe with no reader.
     const file = path.join(logs, 'conversations', `${conversation}.jsonl`);
     rmSync(file);
     execFileSync('mkfifo', [file]);
-    const second = await runScript(script('chat.ts'), ['--quiet', `--resume=${conversation}`], {
+    const second = await runInProcess(script('chat.ts'), ['--quiet', `--resume=${conversation}`], {
       env,
       input: 'Second\n',
     });
@@ -154,7 +155,7 @@ describe('a trace that cannot be written mid-conversation', () => {
 describe('a save that fails', () => {
   it('still shows the answer, says in one line why it was not saved, and the chat goes on', async () => {
     fake.reply({ text: 'First answer.' });
-    const first = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'First\n' });
+    const first = await runInProcess(script('chat.ts'), ['--quiet'], { env, input: 'First\n' });
     const id = idIn(first.stdout);
     const admin = await mysql.createConnection({ ...connectionOptions(), database: db.name });
     await admin.beginTransaction();
@@ -192,7 +193,7 @@ describe.each(['gemini', 'openai'] as const)('a provider that never answers (%s)
       { text: 'never delivered', gate: new Promise(() => {}) },
       { text: 'Second answer.' },
     );
-    const run = await runScript(script('chat.ts'), [], {
+    const run = await runInProcess(script('chat.ts'), [], {
       env: { ...env, ...fake.env(provider), LLM_TIMEOUT_SECONDS: '1' },
       input: 'First?\nSecond?\n',
     });
@@ -211,14 +212,14 @@ describe('the help-center index at the core chat’s start', () => {
     await query(
       "UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1",
     );
-    const run = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    const run = await runInProcess(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(run.stdout).toContain(
       'The help-center index was built with some-other-model, not fake-embedding-001, so search uses keywords until you rebuild it: npx tsx part-06/build-index.ts',
     );
     expect(run.code).toBe(0);
-    const built = await runScript(script('build-index.ts'), [], { env });
+    const built = await runInProcess(script('build-index.ts'), [], { env });
     expect(built.code).toBe(0);
-    const after = await runScript(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    const after = await runInProcess(script('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(after.stdout).not.toContain('help-center');
   });
 });
@@ -226,7 +227,7 @@ describe('the help-center index at the core chat’s start', () => {
 describe('a chat that ends without a question', () => {
   it('leaves no empty conversation behind', async () => {
     const [before] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM conversations');
-    const run = await runScript(script('chat.ts'), [], { env, input: 'exit\n' });
+    const run = await runInProcess(script('chat.ts'), [], { env, input: 'exit\n' });
     expect(run.stdout).toMatch(/Bye!\n$/);
     const [after] = await query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM conversations');
     expect(after.n).toBe(before.n);

@@ -10,6 +10,7 @@ import {
   useScratchDatabase,
   type ScratchDatabase,
 } from '../../shared/testing/database.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { runScript } from '../../shared/testing/run-script.ts';
 import { newConversation, saveMessages } from '../memory.ts';
 import { ensureDatabase, planReset, resetDatabase, TABLES } from '../setup-database.ts';
@@ -181,7 +182,7 @@ describe('setup.ts resets, and only when told to', () => {
     mkdirSync(path.dirname(trace), { recursive: true });
     writeFileSync(trace, '{"type":"start","question":"Hi"}\n');
     const conversations = await count('conversations');
-    const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name, LOG_DIR: logs } });
+    const refused = await runInProcess(SETUP, [], { env: { DB_NAME: db.name, LOG_DIR: logs } });
     expect(refused.code).toBe(2);
     expect(refused.stdout).toBe(
       `Resetting database "${db.name}" deletes ${await losses()}, with their trace files.\n`,
@@ -202,7 +203,7 @@ describe('setup.ts resets, and only when told to', () => {
     await query("INSERT INTO customers (name, email) VALUES ('Added', 'added@example.com')");
     try {
       const customers = await count('customers');
-      const refused = await runScript(SETUP, [], { env: { DB_NAME: db.name, LOG_DIR: logs } });
+      const refused = await runInProcess(SETUP, [], { env: { DB_NAME: db.name, LOG_DIR: logs } });
       expect(refused.code).toBe(2);
       expect(refused.stdout).toBe(
         `Resetting database "${db.name}" deletes ${await losses()}, with their trace files.\n`,

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { MAX_QUESTION_CHARS } from '../terminal/question-limit.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
@@ -39,7 +40,7 @@ describe('hostile and unusual text', () => {
   it(`longer than ${MAX_QUESTION_CHARS} characters is refused by the full Nimbus before the model is called, and the chat goes on`, async () => {
     const before = fake.chats().length;
     fake.reply({ text: 'Short one answered.' });
-    const chat = await runScript(script('going-further/chat.ts'), ['--quiet'], {
+    const chat = await runInProcess(script('going-further/chat.ts'), ['--quiet'], {
       env,
       input: `${'x'.repeat(MAX_QUESTION_CHARS + 1)}\nShort one?\n`,
     });
@@ -49,7 +50,7 @@ describe('hostile and unusual text', () => {
     );
     expect(chat.stdout).toContain('Nimbus: Short one answered.');
     expect(fake.chats()).toHaveLength(before + 1);
-    const ask = await runScript(
+    const ask = await runInProcess(
       script('going-further/ask.ts'),
       ['x'.repeat(MAX_QUESTION_CHARS + 1)],
       {

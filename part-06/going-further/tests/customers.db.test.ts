@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { signIn } from '../../session.ts';
 import { conversationTraceFile } from '../../trace.ts';
@@ -47,7 +48,7 @@ describe('conversations belong to their customer', () => {
       new RegExp(`^Conversation ${liams} of Liam O'Brien \\(liam\\.obrien@example\\.com\\): `),
     );
     // The list of recent conversations is going further's viewer's.
-    const list = await runScript(SHOW_FULL, [], { env });
+    const list = await runInProcess(SHOW_FULL, [], { env });
     expect(list.stdout).toMatch(new RegExp(`${liams} .* liam\\.obrien@example\\.com`));
   });
 
@@ -68,7 +69,7 @@ describe('conversations belong to their customer', () => {
     await saveNote(1, mayas, 'Maya keeps this one.', null);
     for (const id of [...zoes, mayas])
       expect(existsSync(conversationTraceFile(logDir(), id))).toBe(true);
-    const run = await runScript(FORGET, ['--customer=Zoe.Mixed@Example.com', '--yes'], { env });
+    const run = await runInProcess(FORGET, ['--customer=Zoe.Mixed@Example.com', '--yes'], { env });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n').at(-1)).toBe(
       'Deleted 2 conversations (4 messages) and 1 note of Zoe.Mixed@Example.com.',

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import {
   collect,
   runScript,
@@ -93,7 +94,7 @@ describe('text from the store or a model (the full chat: streamed, line input)',
     ];
     const answer = pieces.join('');
     fake.reply({ text: pieces });
-    const run = await runScript(further('chat.ts'), ['--quiet'], {
+    const run = await runInProcess(further('chat.ts'), ['--quiet'], {
       env,
       input: 'Say something odd \x1b[2J\n',
     });
@@ -107,14 +108,14 @@ describe('text from the store or a model (the full chat: streamed, line input)',
     expect((await loadMessages(id))[1]).toMatchObject({
       content: answer.replace('\ud83c', '\ufffd'),
     });
-    const shown = await runScript(further('show-conversation.ts'), [id], { env });
+    const shown = await runInProcess(further('show-conversation.ts'), [id], { env });
     expect(shown.stdout).not.toMatch(/[\x07\x1b\u202e]/);
     expect(shown.stdout).toContain('\\x1b[31malert');
   });
 
   it('a carriage return inside a piped line does not split the question in two', async () => {
     fake.reply((view) => ({ text: `Got ${JSON.stringify(view.lastUserText)}` }));
-    const run = await runScript(further('chat.ts'), ['--quiet'], {
+    const run = await runInProcess(further('chat.ts'), ['--quiet'], {
       env,
       input: 'Where is\rmy order 1042?\r\n',
     });
@@ -129,14 +130,14 @@ describe('the help-center index at the full chat’s start', () => {
     await query(
       "UPDATE help_chunks SET embedding = x'00000000', embedding_model = 'some-other-model', dimensions = 1",
     );
-    const run = await runScript(further('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    const run = await runInProcess(further('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(run.stdout).toContain(
       'The help-center index was built with some-other-model, not fake-embedding-001, so search uses keywords until you rebuild it: npx tsx part-06/build-index.ts',
     );
     await query(
       "UPDATE help_chunks SET embedding_model = 'fake-embedding-001' WHERE id = (SELECT MIN(id) FROM (SELECT id FROM help_chunks) AS c)",
     );
-    const partial = await runScript(further('chat.ts'), ['--quiet'], {
+    const partial = await runInProcess(further('chat.ts'), ['--quiet'], {
       env,
       input: 'exit\n',
       cwd: path.dirname(script('chat.ts')),
@@ -144,9 +145,9 @@ describe('the help-center index at the full chat’s start', () => {
     expect(partial.stdout).toMatch(
       /\d+ of \d+ help-center passages are not indexed with fake-embedding-001 yet, so search cannot find them by meaning\. Finish the index: npx tsx build-index\.ts/,
     );
-    const built = await runScript(script('build-index.ts'), [], { env });
+    const built = await runInProcess(script('build-index.ts'), [], { env });
     expect(built.code).toBe(0);
-    const after = await runScript(further('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
+    const after = await runInProcess(further('chat.ts'), ['--quiet'], { env, input: 'exit\n' });
     expect(after.stdout).not.toContain('help-center');
   });
 });
@@ -161,7 +162,7 @@ describe('a conversation deleted while its full chat is open', () => {
     child.stdin.write('First\n');
     await waitForOutput(child, 'Nimbus: First answer.');
     const id = idIn(stdout);
-    const forgotten = await runScript(further('forget.ts'), [id], { env });
+    const forgotten = await runInProcess(further('forget.ts'), [id], { env });
     expect(forgotten.stdout).toMatch(
       new RegExp(`^Deleted conversation ${id}: 2 messages and its trace file `),
     );

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { whereIs as findText } from '../../../shared/testing/where-is.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
@@ -85,12 +86,12 @@ describe('forget.ts', () => {
     expect(await whereIs(kept)).toHaveLength(4); // the other conversation is untouched
     expect(await whereIs('marigold-2208')).toHaveLength(2);
 
-    const again = await runScript(FORGET, [gone], { env });
+    const again = await runInProcess(FORGET, [gone], { env });
     expect(again.stdout).toBe(`Conversation ${gone} was not found; nothing to delete.\n`);
   });
 
   it('refuses a malformed id with exit code 2', async () => {
-    const result = await runScript(FORGET, ['not-an-id'], { env });
+    const result = await runInProcess(FORGET, ['not-an-id'], { env });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
       'forget needs a conversation id: 32 lowercase hex characters (got "not-an-id").',
@@ -130,7 +131,7 @@ describe('prune.ts', () => {
     utimesSync(oldQuestion, monthAgo, monthAgo);
     utimesSync(orphan, monthAgo, monthAgo);
 
-    const dry = await runScript(PRUNE, ['--days=30', '--dry-run'], { env });
+    const dry = await runInProcess(PRUNE, ['--days=30', '--dry-run'], { env });
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain(`Would delete conversation ${old} (4 messages) and its traces`);
     expect(dry.stdout).toContain(
@@ -148,7 +149,7 @@ describe('prune.ts', () => {
     expect(await whereIs('tangerine-5150')).toHaveLength(2);
     expect(existsSync(oldQuestion)).toBe(true);
 
-    const real = await runScript(PRUNE, ['--days=30'], { env });
+    const real = await runInProcess(PRUNE, ['--days=30'], { env });
     expect(real.code).toBe(0);
     expect(real.stdout).toContain(`Deleted conversation ${old} (4 messages) and its traces`);
     expect(real.stdout).toContain(
@@ -174,7 +175,7 @@ describe('prune.ts', () => {
     [['--days=-3'], '"-3"'],
     [['--days=1.5'], '"1.5"'],
   ])('refuses %j with exit code 2, quoting it escaped', async (args, got) => {
-    const result = await runScript(PRUNE, args, { env });
+    const result = await runInProcess(PRUNE, args, { env });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
       `--days must be a positive whole number of days (got ${got}).`,
