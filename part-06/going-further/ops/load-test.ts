@@ -1,5 +1,6 @@
 // Going further: many customers at once through the full agent loop, against one server or a cluster: `npm run load`.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import { parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
-import { dbSettings, llmSettings, logDir as traceDir } from '../../../shared/config.ts';
+import { dbSettings, logDir as traceDir, type LlmSettings } from '../../../shared/config.ts';
 import {
   closePool,
   connectionOptions,
@@ -16,7 +17,6 @@ import {
   useDatabase,
 } from '../../../shared/db.ts';
 import { commandFor } from '../../../shared/hints.ts';
-import { startFakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
 import { runAgent, type AgentOptions } from '../../agent.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
@@ -60,7 +60,19 @@ await runMain(async () => {
   const turns = whole(values.turns, '--turns');
   const pace = whole(values.pace, '--pace');
   if (values.worker !== undefined) {
-    const options = { llm: llmSettings(), logDir: traceDir(), quiet: true };
+    // Settings nothing reads: the paced model answers instead of a provider.
+    const llm: LlmSettings = {
+      provider: 'openai',
+      apiKey: 'none',
+      model: 'paced',
+      timeoutMs: 60_000,
+    };
+    const options = {
+      llm,
+      logDir: traceDir(),
+      quiet: true,
+      callModel: pacedModel(pace),
+    };
     return worker(whole(values.worker, '--worker'), turns, options);
   }
   const sizes = values.customers.split(',').map((k) => whole(k, '--customers'));
@@ -69,13 +81,12 @@ await runMain(async () => {
   if (values.spread && processes < 2)
     throw new UsageError('--spread needs several servers in DB_HOSTS.');
 
-  const fake = await startFakeProvider({ fallback: pacedModel(pace) });
   const database = `nimbus_load_${Date.now().toString(36)}`;
   const log = values.json ? () => {} : (line: string) => console.error(line);
   log(`Working in the scratch database ${database} (dropped at the end).`);
   // The traces of the run go to a folder of their own, deleted with the database.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-load-'));
-  const env = { ...fake.env('openai'), DB_NAME: database, LOG_DIR: logDir };
+  const env = { DB_NAME: database, LOG_DIR: logDir };
   const results = [];
   try {
     await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
@@ -86,13 +97,12 @@ await runMain(async () => {
       );
       const parts = await Promise.all(
         Array.from({ length: processes }, (_, p) =>
-          runWorker(share(k, processes, p), turns, rotated(settings.servers, p), env),
+          runWorker(share(k, processes, p), { turns, pace }, rotated(settings.servers, p), env),
         ),
       );
       results.push(summary(k, parts));
     }
   } finally {
-    await fake.close();
     await closePool();
     await dropDatabase(database);
     rmSync(logDir, { recursive: true, force: true });
@@ -102,20 +112,38 @@ await runMain(async () => {
   printTable(results, { pace, turns, processes, servers: settings.servers.length });
 }, USAGE);
 
-/** The fake model: each question gets a tool call, then an answer, each after `pace` ms, as a real model takes. */
-function pacedModel(pace: number) {
-  return (view: { messages: Array<{ role: string }> }) => {
-    const gate = sleep(pace);
-    return view.messages.at(-1)?.role === 'tool'
-      ? { text: 'Here is what I found about your orders.', gate }
-      : { tool_calls: [{ name: 'list_customer_orders', arguments: {} }], gate };
+/**
+ * The model, played by this script: each question gets a tool call, then an answer, each after `pace`
+ * ms, as a real model takes. The agent is handed it as its model call, so no model server is involved
+ * and what is measured is Nimbus's own work: the lease, the store, the tool.
+ */
+function pacedModel(pace: number): NonNullable<AgentOptions['callModel']> {
+  return async (_llm, messages) => {
+    await sleep(pace);
+    const text = 'Here is what I found about your orders.';
+    const calls =
+      messages.at(-1)?.role === 'tool'
+        ? []
+        : [
+            {
+              id: `call_${randomBytes(6).toString('hex')}`,
+              name: 'list_customer_orders',
+              arguments: {},
+            },
+          ];
+    const message = {
+      role: 'assistant' as const,
+      content: calls.length ? '' : text,
+      tool_calls: calls,
+    };
+    return { text: message.content, tool_calls: calls, message };
   };
 }
 
 /** One process of the run (this script again, with --worker=K), preferring the servers in this order. */
 function runWorker(
   customers: number,
-  turns: number,
+  { turns, pace }: { turns: number; pace: number },
   servers: Array<{ host: string; port: number }>,
   env: Record<string, string>,
 ): Promise<Measured> {
@@ -132,7 +160,7 @@ function runWorker(
   const hosts = servers.map((s) => `${s.host}:${s.port}`).join(',');
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', script, `--worker=${customers}`, `--turns=${turns}`],
+    ['--import', 'tsx', script, `--worker=${customers}`, `--turns=${turns}`, `--pace=${pace}`],
     {
       env: { ...process.env, ...env, DB_HOSTS: hosts },
       stdio: ['ignore', 'pipe', 'inherit'],
