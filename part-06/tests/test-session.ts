@@ -1,4 +1,4 @@
-// Test helper: one customer's conversation, asked in-process the way a chat asks: the chapter's (plain store) or the full Nimbus's (hardened store, one question at a time).
+// Test helper: one customer's conversation, asked in-process the way the chapter's chat asks (the plain store).
 import type { LlmSettings } from '../../shared/config.ts';
 import { logDir } from '../../shared/config.ts';
 import { withTransaction } from '../../shared/db.ts';
@@ -7,8 +7,6 @@ import { DEFAULT_BUDGET, type MemoryBudget } from '../context.ts';
 import { newConversation, plainStore, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
 import type { ToolContext } from '../tools.ts';
-import { leaseFence, withConversationLock } from '../going-further/question/lease.ts';
-import { hardenedStore, type HardenedStoreOptions } from '../going-further/store/hardened-store.ts';
 
 export interface TestSession {
   customer: Customer;
@@ -37,37 +35,6 @@ export function coreSession(
     options,
     ask: (question, extra = {}) =>
       runAgent(question, customer, session.conversation, { ...options, ...extra }),
-  };
-  return session;
-}
-
-/**
- * As going-further/chat.ts asks: the hardened store, under the conversation's lease. The database
- * needs going further's tables (ensureFullDatabase).
- */
-export function fullSession(
-  customer: Customer,
-  llm: LlmSettings,
-  conversation: Conversation = newConversation(customer.id),
-  storeOptions: HardenedStoreOptions = {},
-): TestSession {
-  const options: AgentOptions = {
-    llm,
-    logDir: logDir(),
-    store: hardenedStore(DEFAULT_BUDGET, storeOptions),
-    ...leaseFence,
-    quiet: true,
-  };
-  const session: TestSession = {
-    customer,
-    conversation,
-    options,
-    ask: (question, extra = {}) =>
-      withConversationLock(
-        session.conversation,
-        () => runAgent(question, customer, session.conversation, { ...options, ...extra }),
-        { signal: extra.signal },
-      ),
   };
   return session;
 }

@@ -13,7 +13,7 @@ import {
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
 import { buildIndex } from '../../embedding-index.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 import {
   DEFAULT_MAX_TOOL_CALLS,
   MAX_SEARCHES_PER_QUESTION,

@@ -30,7 +30,7 @@ import { allNotes, MAX_NOTES_PER_CUSTOMER, saveNote, today } from '../notes/note
 import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../notes/notes-tools.ts';
 import { recallNotes, withCustomerNotes } from '../notes/recall-notes.ts';
 import { forgetConversation, planPrune, prune } from '../privacy/delete-conversations.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 import { leaseFence } from '../question/lease.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;

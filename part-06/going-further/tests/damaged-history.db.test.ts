@@ -11,7 +11,7 @@ import { describeConversation } from '../../stored-conversations.ts';
 import { loadRows } from '../store/message-rows.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { shownMessages, type Damage } from '../store/read-history.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const SHOW = fileURLToPath(new URL('../show-conversation.ts', import.meta.url));

@@ -13,7 +13,7 @@ import {
   waitForOutput,
 } from '../../../shared/testing/run-script.ts';
 import { conversationTraceFile } from '../../trace.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 import { ERASED_WHILE_ANSWERING, takeLeases } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 

@@ -9,7 +9,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../../shared/tes
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { runScript } from '../../../shared/testing/run-script.ts';
 import { whereIs as findText } from '../../../shared/testing/where-is.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 import { saveNote } from '../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import {

@@ -23,7 +23,8 @@ import { loadRows } from '../store/message-rows.ts';
 import { WAITING_FOR_OTHER_QUESTION } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { readHistory } from '../store/read-history.ts';
-import { coreSession, fullSession, type TestSession } from '../../tests/test-session.ts';
+import { coreSession, type TestSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 import type { LlmSettings } from '../../../shared/config.ts';
 import type { Customer } from '../../session.ts';
 

@@ -10,7 +10,7 @@ import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fa
 import { collect, startScript, waitForOutput } from '../../../shared/testing/run-script.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { conversationTraceFile } from '../../trace.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
 const SETUP = fileURLToPath(new URL('../setup.ts', import.meta.url));

@@ -20,7 +20,7 @@ import { runScript } from '../../../shared/testing/run-script.ts';
 import { whereIs as findText } from '../../../shared/testing/where-is.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { saveNote } from '../notes/notes-queries.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 

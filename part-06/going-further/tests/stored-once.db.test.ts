@@ -6,7 +6,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../../shared/tes
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { startPausableProxy, type PausableProxy } from '../../../shared/testing/pausable-proxy.ts';
 import type { Conversation } from '../../memory.ts';
-import { fullSession } from '../../tests/test-session.ts';
+import { fullSession } from './full-session.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
