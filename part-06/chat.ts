@@ -94,7 +94,7 @@ async function answer(io: ScriptIo, answering: Promise<AgentResult>): Promise<vo
   try {
     const result = await answering;
     if (result.outcome === 'cancelled')
-      io.log(dim('(Cancelled. The steps already done are saved.)'));
+      io.log(dim('(Cancelled. Steps finished before Ctrl-C are saved; the one under way is not.)'));
     else io.log(`Nimbus: ${printable(result.answer)}\n`);
     if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
     if (result.saveError) io.error(`${printable(result.saveError)}\n`);

@@ -3,10 +3,10 @@ import {
   conversationId,
   dim,
   parseFlags,
+  refuseOptionsNpmKept,
   runMain,
   type ScriptIo,
   startedDirectly,
-  UsageError,
 } from '../../shared/cli.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
 import { DatabaseCancelled, DatabaseError } from '../../shared/db.ts';
@@ -63,12 +63,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
       customer: { type: 'string' },
     },
   });
-  // `npm run chat --resume=<id>` (no `--`): npm keeps the option for itself, as npm_config_resume.
-  const npmKept = process.env.npm_config_resume;
-  if (values.resume === undefined && npmKept !== undefined)
-    throw new UsageError(
-      `npm kept --resume for itself: put -- before it, as in npm run chat -- --resume=${printable(npmKept, { singleLine: true })}`,
-    );
+  refuseOptionsNpmKept(io, values, ['resume', 'customer']);
   const resume =
     values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.

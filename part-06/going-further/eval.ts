@@ -4,7 +4,13 @@ import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseFlags, runMain, UsageError } from '../../shared/cli.ts';
+import {
+  parseFlags,
+  processIo,
+  refuseOptionsNpmKept,
+  runMain,
+  UsageError,
+} from '../../shared/cli.ts';
 import {
   ConfigError,
   customerEmail,
@@ -37,16 +43,19 @@ LOG_DIR. --only runs the scenarios with these ids. Exits 0 only when every trial
 await runMain(async () => {
   const { values } = parseFlags({
     options: {
-      trials: { type: 'string', default: '3' },
+      trials: { type: 'string' },
       scenarios: { type: 'string' },
       only: { type: 'string' },
     },
   });
-  if (!/^\d{1,2}$/.test(values.trials) || Number(values.trials) < 1)
+  // Options written before `--` never reach an npm script: an eval run without them would run them all.
+  refuseOptionsNpmKept(processIo(), values, ['trials', 'scenarios', 'only']);
+  const tries = values.trials ?? '3';
+  if (!/^\d{1,2}$/.test(tries) || Number(tries) < 1)
     throw new UsageError(
-      `--trials must be a whole number from 1 to 99 (got "${printable(values.trials, { singleLine: true })}").`,
+      `--trials must be a whole number from 1 to 99 (got "${printable(tries, { singleLine: true })}").`,
     );
-  const k = Number(values.trials);
+  const k = Number(tries);
   const [file, shownAs] = values.scenarios
     ? [path.resolve(typedIn, values.scenarios), printable(values.scenarios, { singleLine: true })]
     : [BUILT_IN, 'the built-in scenarios'];
@@ -116,7 +125,7 @@ async function runTrials(
       child.kill('SIGTERM');
       await Promise.race([once(child, 'close'), new Promise((r) => setTimeout(r, 5000))]);
     }
-    const failed = await databases.dropAll().then(
+    const failed = await databases.stop().then(
       () => undefined,
       (error: Error) => error,
     );

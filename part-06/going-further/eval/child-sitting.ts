@@ -40,9 +40,11 @@ export function childSittings(
             return reject(new Error("The sitting's process printed no record of its turns."));
           }
         }
+        if (code === null)
+          return reject(new Error('The sitting was stopped by a signal (Ctrl-C).'));
         // Its first line is the one sentence runMain said (a usage after it, for a usage error).
         const said = stderr.split('\n').find((line) => line.trim());
-        reject(new Error(said ?? `The sitting's process ended with ${code ?? 'a signal'}.`));
+        reject(new Error(said ?? `The sitting's process ended with ${code}.`));
       });
     });
 }

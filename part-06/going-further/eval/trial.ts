@@ -34,6 +34,7 @@ export interface TrialRecord {
 /** The scratch databases the eval made, so a Ctrl-C can drop the one still there. */
 export class ScratchDatabases {
   private readonly live = new Set<string>();
+  private stopping = false;
 
   /** `prefix`: the eval's own, never DB_NAME's (tests running side by side each take one of their own). */
   constructor(
@@ -42,6 +43,9 @@ export class ScratchDatabases {
   ) {}
 
   async create(): Promise<string> {
+    // Ctrl-C is dropping them: no trial may start another (a signal to the process group ends the
+    // sitting's process first, and its trial's end would otherwise go on to the next trial).
+    if (this.stopping) throw new Error('Stopped.');
     const name = `${this.prefix}${randomBytes(6).toString('hex')}`;
     this.live.add(name);
     await this.admin
@@ -62,6 +66,12 @@ export class ScratchDatabases {
 
   async dropAll(): Promise<void> {
     for (const name of [...this.live]) await this.drop(name);
+  }
+
+  /** Drops them all and creates no more: what Ctrl-C does. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.dropAll();
   }
 }
 
