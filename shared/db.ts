@@ -17,6 +17,8 @@ const opened = new Set<{ destroy(): void }>();
 
 /** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
 const LOCK_WAIT_SECONDS = 5;
+/** How long telling a server to end an abandoned session may take to connect, and then to answer. */
+const KILL_WAIT_MS = 2000;
 /** How long closing the pools waits for the servers' goodbye before it drops the connections. */
 const CLOSE_WAIT_MS = 1000;
 /** How long a server that failed is passed over, when there are others to try. */
@@ -102,11 +104,18 @@ export async function query<T = any>(sql: string, params: unknown[] = []): Promi
   const { timeoutMs } = dbSettings();
   for (let attempt = 1; ; attempt++) {
     const { connection, server } = await getConnection();
+    let abandoned = false;
     try {
-      const [rows] = await connection.query({ sql, timeout: timeoutMs }, params);
+      // Our own clock, not the driver's `timeout`: that one starts only when the statement is sent,
+      // so a statement queued behind one a frozen server never answered would wait for ever.
+      const [rows] = await unlessStopped(connection.query(sql, params), { timeoutMs }, () => {
+        abandoned = true;
+        stopOnServer(connection, server); // never back to the pool with its statement still pending
+      });
       connection.release();
       return rows as T;
     } catch (error) {
+      if (abandoned) throw notAnswered('so the statement was given up');
       drop(connection, server, error);
       // A read that lost its connection did nothing either: it is read again.
       const readOnly = /^\s*SELECT\b/i.test(sql);
@@ -179,7 +188,7 @@ async function transaction<T>(fn: (connection: PoolConnection) => Promise<T>): P
     if (abandoned && state.phase === 'work') throw notAnswered('so nothing was written');
     if (abandoned || (state.phase === 'commit' && lostConnection(error))) {
       throw new CommitUnknown(
-        `The answer to a COMMIT never came from MySQL at ${server.host}:${server.port}: it may or may not have been saved.`,
+        `The answer to a COMMIT never came from MySQL at ${server.host}:${server.port}: it may have been saved or not.`,
       );
     }
     if (!lostConnection(error)) await connection.rollback().catch(() => {});
@@ -233,9 +242,25 @@ function unlessStopped<T>(
 function stopOnServer(connection: PoolConnection, server: Server): void {
   const threadId = connection.threadId;
   connection.destroy();
-  // Bounded, and never on a pool that was closed meanwhile (a new one would keep the process alive).
-  const kill = server.pool?.query({ sql: 'KILL ?', timeout: 2000 }, [threadId]);
-  kill?.catch(() => {}); // already gone, or not ours to kill: the lock wait timeout still ends it
+  void killOnServer(threadId, server);
+}
+
+/**
+ * KILL, on a connection of its own, given KILL_WAIT_MS to connect and as long to answer. Not on one of
+ * the pool's: a frozen server leaves that connection stuck on the KILL, and the next statement handed
+ * it would wait behind the KILL for as long as the server stays frozen.
+ */
+async function killOnServer(threadId: number | null, server: DbServer): Promise<void> {
+  const options = { ...connectionOptions(dbSettings(), server), connectTimeout: KILL_WAIT_MS };
+  try {
+    const killer = await mysql.createConnection(options);
+    const kill = killer.query('KILL ?', [threadId]);
+    await unlessStopped(kill, { timeoutMs: KILL_WAIT_MS }, () => {}).finally(() =>
+      killer.destroy(),
+    );
+  } catch {
+    // Already gone, not ours to kill, or no answer: the lock wait timeout still ends that session.
+  }
 }
 
 /** A connection whose statement failed: back to its pool if it still works; if not, destroyed, and a server that is not ready is passed over for a while. */

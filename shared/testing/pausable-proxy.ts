@@ -6,6 +6,12 @@ export interface PausableProxy {
   port: number;
   /** From now on nothing passes in either direction, and new connections are accepted but never served. */
   freeze(): void;
+  /**
+   * Freezes the moment a statement matching the last of `statements` is sent, after one matching each
+   * of the others in order (e.g. /^INSERT INTO messages/, /^COMMIT/: the COMMIT of a save), before
+   * it reaches the server: the freeze lands exactly there, not after a guessed delay. Resolves then.
+   */
+  freezeOn(...statements: RegExp[]): Promise<void>;
   /** Everything held back passes again. */
   thaw(): void;
   /**
@@ -27,6 +33,7 @@ export interface PausableProxy {
 export async function startPausableProxy(host: string, port: number): Promise<PausableProxy> {
   let frozen = false;
   let loseCommitAnswer = false;
+  let freezeAt: { statements: RegExp[]; frozen: () => void } | undefined;
   const pairs = new Set<[net.Socket, net.Socket]>();
   const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
   const server = net.createServer((client) => {
@@ -35,6 +42,12 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     pairs.add(pair);
     let cutAfterAnswer = false;
     client.on('data', (chunk) => {
+      if (freezeAt?.statements[0].test(statementOf(chunk))) freezeAt.statements.shift();
+      if (freezeAt?.statements.length === 0) {
+        frozen = true; // this listener runs before the relay's: the statement itself is held
+        freezeAt.frozen();
+        freezeAt = undefined;
+      }
       if (loseCommitAnswer && isCommit(chunk)) {
         loseCommitAnswer = false;
         cutAfterAnswer = true;
@@ -64,6 +77,10 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     freeze: () => {
       frozen = true;
     },
+    freezeOn: (...statements) =>
+      new Promise((resolve) => {
+        freezeAt = { statements, frozen: resolve };
+      }),
     thaw: () => {
       frozen = false;
       for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
@@ -88,11 +105,12 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
   };
 }
 
-/** A MySQL packet carrying the statement COMMIT: 3 bytes of length, a sequence number, COM_QUERY (3), the text. */
+/** A MySQL packet carrying the statement COMMIT. */
 function isCommit(chunk: Buffer): boolean {
-  return (
-    chunk.length >= 5 &&
-    chunk[4] === 0x03 &&
-    /^commit\b/i.test(chunk.subarray(5).toString('latin1').trim())
-  );
+  return /^commit\b/i.test(statementOf(chunk));
+}
+
+/** The SQL a packet carries (3 bytes of length, a sequence number, COM_QUERY (3), the text), or ''. */
+function statementOf(chunk: Buffer): string {
+  return chunk.length >= 5 && chunk[4] === 0x03 ? chunk.subarray(5).toString('latin1').trim() : '';
 }
