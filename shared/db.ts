@@ -1,4 +1,5 @@
 // The database, for every part: a connection pool per server (one, or the nodes of a cluster), statements and transactions with every wait bounded and failures said in one sentence.
+import type { Socket } from 'node:net';
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { dbSettings, type DbServer, type DbSettings } from './config.ts';
 import { DatabaseError, explainDatabaseError, isRetryable, notAnswered } from './db-errors.ts';
@@ -12,7 +13,7 @@ interface Server extends DbServer {
 }
 
 let servers: Server[] | undefined;
-/** Every connection the pools opened, so closing can end them even when a server does not answer. */
+/** Every connection of the pools still open, so closing can end them even when a server does not answer. */
 const opened = new Set<{ destroy(): void }>();
 
 /** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
@@ -71,6 +72,9 @@ function poolOf(server: Server): Pool {
     // Runs before any other statement on the connection: the driver queues commands in order.
     server.pool.on('connection', (connection) => {
       opened.add(connection);
+      // Forgotten once its socket closes (ended, killed, dropped): a broken connection keeps nothing.
+      const { stream } = connection as unknown as { stream: Socket };
+      stream.once('close', () => opened.delete(connection));
       // The driver hands over its own connection here, with the callback API.
       const raw = connection as unknown as { query(sql: string, done: () => void): void };
       for (const sql of sessionSetup(settings)) raw.query(sql, () => {}); // see sessionSetup
@@ -312,6 +316,11 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
   if (failure === undefined || (failure as Error).message === 'stopped')
     throw notAnswered('so no connection to it was free');
   throw explainDatabaseError(failure);
+}
+
+/** How many connections the pools hold open: never more than their size, however many broke. */
+export function openConnections(): number {
+  return opened.size;
 }
 
 /**
