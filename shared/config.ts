@@ -186,6 +186,8 @@ export interface DbSettings {
   database: string;
   /** The longest any one statement, transaction or wait for the server may take (DB_TIMEOUT_SECONDS). */
   timeoutMs: number;
+  /** Connections this process opens to each server at most (DB_POOL_SIZE). */
+  poolSize: number;
 }
 
 export function dbSettings(): DbSettings {
@@ -213,6 +215,8 @@ export function dbSettings(): DbSettings {
     database,
     // A frozen server or a dead network fails after this long instead of hanging (15 s by default).
     timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, 3600) * 1000,
+    // Every process opens up to this many per server: together they must stay under max_connections.
+    poolSize: integerSetting('DB_POOL_SIZE', 8, 1, 10_000),
   };
 }
 

@@ -67,7 +67,7 @@ function poolOf(server: Server): Pool {
     server.pool = mysql.createPool({
       ...connectionOptions(settings, server),
       database: settings.database,
-      connectionLimit: 8,
+      connectionLimit: settings.poolSize,
     });
     // Runs before any other statement on the connection: the driver queues commands in order.
     server.pool.on('connection', (connection) => {
@@ -314,7 +314,7 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
   }
   // Our own clock ran out ("stopped"): every server was frozen or every connection busy.
   if (failure === undefined || (failure as Error).message === 'stopped')
-    throw notAnswered('so no connection to it was free');
+    throw notAnswered('so no connection to it was free (a busy server, or raise DB_POOL_SIZE)');
   throw explainDatabaseError(failure);
 }
 

@@ -17,6 +17,24 @@ afterAll(async () => {
   await db.drop();
 });
 
+describe('the pool', () => {
+  it('opens DB_POOL_SIZE connections to a server at most, however many statements are waiting', async () => {
+    process.env.DB_POOL_SIZE = '2';
+    await closePool(); // the next statement opens a pool of the new size
+    try {
+      const asked = Array.from({ length: 10 }, () =>
+        query<Array<{ id: number }>>('SELECT CONNECTION_ID() AS id'),
+      );
+      const ids = new Set((await Promise.all(asked)).map(([row]) => row.id));
+      expect(ids.size).toBeLessThanOrEqual(2);
+      expect(openConnections()).toBe(2);
+    } finally {
+      delete process.env.DB_POOL_SIZE;
+      await closePool();
+    }
+  });
+});
+
 describe('broken connections', () => {
   it('are forgotten: after 100 killed from the server, the pool keeps only the one it uses', async () => {
     for (let i = 0; i < 100; i++) {
