@@ -1,5 +1,7 @@
 // What the database's failures mean: which ones prove nothing was done (so trying again is safe), and one sentence for each.
 import { dbSettings } from './config.ts';
+import { setupCommand } from './hints.ts';
+import { printable } from './text.ts';
 
 /** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
 export class DatabaseError extends Error {
@@ -58,7 +60,12 @@ export function explainDatabaseError(error: unknown): unknown {
 }
 
 function explain(error: Error): unknown {
-  const { code, errno, fatal } = error as { code?: string; errno?: number; fatal?: boolean };
+  const { code, errno, fatal, sqlState } = error as {
+    code?: string;
+    errno?: number;
+    fatal?: boolean;
+    sqlState?: string;
+  };
   const { user, database } = dbSettings();
   const at = where();
   switch (code) {
@@ -83,10 +90,16 @@ function explain(error: Error): unknown {
       );
     case 'ER_BAD_DB_ERROR':
       return new DatabaseError(
-        `Database "${database}" does not exist on ${at}. Run: npm run setup`,
+        `Database "${database}" does not exist on ${at}. Run: ${setupCommand()}`,
       );
+    // The tables are not the ones Nimbus created (dropped, renamed or changed by hand, or another
+    // part's): setup creates them again, after saying what it would delete.
     case 'ER_NO_SUCH_TABLE':
-      return new DatabaseError(`${error.message} in ${at}. Run: npm run setup`);
+    case 'ER_BAD_FIELD_ERROR':
+    case 'ER_SP_DOES_NOT_EXIST':
+      return new DatabaseError(
+        `${missing(code, error.message)} is missing from database "${database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand()} to set it up again (it says what it would delete, and asks first).`,
+      );
     case 'ER_LOCK_WAIT_TIMEOUT':
       return new DatabaseError(
         `${at} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT).`,
@@ -107,7 +120,27 @@ function explain(error: Error): unknown {
   // The server was there and the connection broke (a restart, a KILL, a network blip): not "start it".
   if (fatal)
     return new DatabaseError(
-      `The connection to ${at} was lost (${code ?? error.message}) before the statement finished.`,
+      `The connection to ${at} was lost (${code ?? 'no code'}) before the statement finished.`,
+    );
+  // Any other refusal from the server: its code, never its text (which can quote the data). The
+  // code stays on the error, for callers that act on one (a duplicate key).
+  if (sqlState !== undefined && code !== undefined)
+    return Object.assign(
+      new DatabaseError(`${at} refused a statement (${code}), so it did nothing.`),
+      {
+        code,
+        errno,
+      },
     );
   return error;
+}
+
+/** What a drifted schema lacks, named from the driver's message ("Unknown column 'role' in 'SELECT'"). */
+function missing(code: string, message: string): string {
+  const [what, pattern] =
+    code === 'ER_SP_DOES_NOT_EXIST'
+      ? ['Function', /^\w+ (\S+) does not exist/] // "FUNCTION nimbus.refund_allowed does not exist"
+      : [code === 'ER_BAD_FIELD_ERROR' ? 'Column' : 'Table', /'([^']*)'/];
+  const name = pattern.exec(message)?.[1]?.split('.').pop() ?? '';
+  return `${what} "${printable(name, { singleLine: true })}"`;
 }

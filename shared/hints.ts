@@ -1,5 +1,5 @@
 // Commands and paths we print for the learner to copy, written so they work where the learner typed theirs.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT_DIR } from './config.ts';
@@ -21,6 +21,16 @@ export function commandFor(script: string | URL, args = ''): string {
     ? `npm run ${npmName}${args ? ' --' : ''}`
     : `npx tsx ${path.relative(learnerDir(), file)}`;
   return args ? `${command} ${args}` : command;
+}
+
+/**
+ * The command that creates the running script's tables again: the setup.ts beside it (every part has
+ * its own, and going further too), or the root's `npm run setup` for a script without one.
+ */
+export function setupCommand(): string {
+  const script = process.argv[1];
+  const beside = script ? path.join(path.dirname(path.resolve(script)), 'setup.ts') : '';
+  return beside && existsSync(beside) ? commandFor(beside) : 'npm run setup';
 }
 
 /** A file's path as the learner can use it where they typed the command. */

@@ -3,6 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseError, explainDatabaseError } from '../db.ts';
 
 const driverError = (code: string) => Object.assign(new Error(`driver says ${code}`), { code });
+/** An error the server sent, as mysql2 makes it: with its SQL state. */
+const serverError = (code: string, message: string) =>
+  Object.assign(new Error(message), { code, errno: 1000, sqlState: '42S22' });
 
 const SET = { DB_HOST: '127.0.0.1', DB_PORT: '3407', DB_NAME: 'nimbus' };
 let saved: Record<string, string | undefined>;
@@ -36,6 +39,37 @@ describe('explainDatabaseError', () => {
     const explained = explainDatabaseError(driverError(code));
     expect(explained).toBeInstanceOf(DatabaseError);
     expect((explained as Error).message).toBe(message);
+  });
+
+  // A schema that drifted (a column dropped, a table renamed by hand): what is missing, and the setup to run.
+  it.each([
+    ['ER_BAD_FIELD_ERROR', "Unknown column 'role' in 'SELECT'", 'Column "role"'],
+    ['ER_BAD_FIELD_ERROR', "Unknown column 'm.role' in 'field list'", 'Column "role"'],
+    ['ER_NO_SUCH_TABLE', "Table 'nimbus.messages' doesn't exist", 'Table "messages"'],
+    [
+      'ER_SP_DOES_NOT_EXIST',
+      'FUNCTION nimbus.refund_allowed does not exist',
+      'Function "refund_allowed"',
+    ],
+  ])('says %s (%s) in one sentence with the command that repairs it', (code, text, what) => {
+    const explained = explainDatabaseError(serverError(code, text));
+    expect(explained).toBeInstanceOf(DatabaseError);
+    expect((explained as Error).message).toBe(
+      `${what} is missing from database "nimbus" on MySQL at 127.0.0.1:3407: the database is not as this part sets it up (never set up, or changed since). Run npm run setup to set it up again (it says what it would delete, and asks first).`,
+    );
+  });
+
+  it("says any other refusal by its code, never the server's text, and keeps the code", () => {
+    const refused = serverError(
+      'ER_DUP_ENTRY',
+      "Duplicate entry 'my door code 4711' for key 'PRIMARY'",
+    );
+    const explained = explainDatabaseError(refused) as Error & { code?: string };
+    expect(explained).toBeInstanceOf(DatabaseError);
+    expect(explained.message).toBe(
+      'MySQL at 127.0.0.1:3407 refused a statement (ER_DUP_ENTRY), so it did nothing.',
+    );
+    expect(explained.code).toBe('ER_DUP_ENTRY');
   });
 
   it('passes a bug (any other error) through unchanged', () => {
