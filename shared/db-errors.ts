@@ -12,6 +12,9 @@ export class DatabaseError extends Error {
  * Whether a failed statement (or transaction) certainly did nothing, so running it again is safe:
  * - a deadlock, or on a cluster a certification conflict with another node (1213): rolled back;
  * - a cluster node that is not ready (1047): it refused the statement;
+ * - a lock wait that timed out (1205): the statement was rolled back, and a transaction is rolled
+ *   back whole before it is tried again;
+ * - on a Galera cluster with streaming replication, a fragment the cluster refused: rolled back;
  * - a connection found closed before the statement was sent;
  * - with `readOnly` (a read, or a transaction that never reached COMMIT), a connection lost midway.
  * A timeout is not among them: the server may still be working, and waiting again would double the wait.
@@ -23,9 +26,14 @@ export function isRetryable(error: unknown, { readOnly }: { readOnly: boolean })
     fatal?: boolean;
     message?: string;
   };
-  if (errno === 1213 || errno === 1047) return true;
+  if (errno === 1213 || errno === 1047 || errno === 1205 || fragmentRefused(message)) return true;
   if (!fatal || code === 'PROTOCOL_SEQUENCE_TIMEOUT') return false;
   return readOnly || /closed state/.test(message ?? '');
+}
+
+/** Galera's refusal of a streaming replication fragment (as ER_UNKNOWN_ERROR): the transaction was rolled back. */
+function fragmentRefused(message: string | undefined): boolean {
+  return /^Error while appending streaming replication fragment/.test(message ?? '');
 }
 
 /** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
@@ -113,6 +121,10 @@ function explain(error: Error): unknown {
     case 'ER_NET_PACKET_TOO_LARGE':
       return new DatabaseError(`${at} refused a statement larger than its max_allowed_packet.`);
   }
+  if (fragmentRefused(error.message))
+    return new DatabaseError(
+      `${at} kept refusing a change while replicating it to the cluster's other nodes; nothing of it was written. Try again.`,
+    );
   if (errno === 1047)
     return new DatabaseError(
       `${at} is not ready to answer (1047: a cluster node that is not in the cluster's primary component). Check the cluster.`,

@@ -26,8 +26,14 @@ const CLOSE_WAIT_MS = 1000;
 const SKIP_MS = 5000;
 /** With other servers to try, how long to wait for a connection from one before moving on. */
 const SERVER_WAIT_MS = 5000;
-/** Tries of one statement or transaction when a failure proves nothing was done (see isRetryable). */
-const ATTEMPTS = 4;
+/**
+ * Tries of one statement or transaction when a failure proves nothing was done (see isRetryable),
+ * within DB_TIMEOUT_SECONDS. Sized for a cluster: writers on several nodes changing the same rows
+ * collide at COMMIT, and with 100 of them at once some lose several times in a row.
+ */
+const ATTEMPTS = 10;
+/** The longest pause between two tries of a transaction that collided with another writer. */
+const BACKOFF_CAP_MS = 200;
 
 /** Connection options shared by the pools and by setup's server-level connection. */
 export function connectionOptions(
@@ -106,6 +112,7 @@ export async function connectToServer(): Promise<mysql.Connection> {
  */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
   const { timeoutMs } = dbSettings();
+  const giveUpAt = Date.now() + timeoutMs;
   for (let attempt = 1; ; attempt++) {
     const { connection, server } = await getConnection();
     let abandoned = false;
@@ -123,7 +130,10 @@ export async function query<T = any>(sql: string, params: unknown[] = []): Promi
       drop(connection, server, error);
       // A read that lost its connection did nothing either: it is read again.
       const readOnly = /^\s*SELECT\b/i.test(sql);
-      if (attempt < ATTEMPTS && isRetryable(error, { readOnly })) continue;
+      if (tryAgain(attempt, giveUpAt) && isRetryable(error, { readOnly })) {
+        await backOff(attempt);
+        continue;
+      }
       throw explainDatabaseError(error);
     }
   }
@@ -156,15 +166,30 @@ export class CommitUnknown extends DatabaseError {
 export async function withTransaction<T>(
   fn: (connection: PoolConnection) => Promise<T>,
 ): Promise<T> {
+  const giveUpAt = Date.now() + dbSettings().timeoutMs;
   for (let attempt = 1; ; attempt++) {
     try {
       return await transaction(fn);
     } catch (error) {
-      if (attempt >= ATTEMPTS || !isRetryable(error, { readOnly: true })) throw explain(error);
-      // Two writers that collided would collide again at once: a short, random pause apart.
-      await new Promise((resolve) => setTimeout(resolve, attempt * (5 + Math.random() * 20)));
+      if (!tryAgain(attempt, giveUpAt) || !isRetryable(error, { readOnly: true }))
+        throw explain(error);
+      await backOff(attempt);
     }
   }
+}
+
+/** Another try is allowed: tries left, and DB_TIMEOUT_SECONDS not yet spent on this one. */
+function tryAgain(attempt: number, giveUpAt: number): boolean {
+  return attempt < ATTEMPTS && Date.now() < giveUpAt;
+}
+
+/**
+ * Two writers that collided would collide again at once: a random pause apart, up to twice as long
+ * after each try (10, 20, 40 … ms, at most BACKOFF_CAP_MS), so a crowd spreads out ("full jitter").
+ */
+function backOff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(BACKOFF_CAP_MS, 5 * 2 ** attempt);
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** One try of a transaction. Errors before COMMIT mean nothing was written; errors after it are CommitUnknown. */
@@ -306,7 +331,9 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
       pending.then((late) => late.release()).catch(() => {}); // back to the pool if it comes after all
     };
     try {
-      return { connection: await unlessStopped(pending, { timeoutMs: wait }, giveUp), server };
+      const connection = await unlessStopped(pending, { timeoutMs: wait }, giveUp);
+      if (order.length > 1) await checked(connection, server, wait);
+      return { connection, server };
     } catch (error) {
       failure = error;
       skip(server);
@@ -321,6 +348,22 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
 /** How many connections the pools hold open: never more than their size, however many broke. */
 export function openConnections(): number {
   return opened.size;
+}
+
+/**
+ * On a cluster, a connection the pool kept may lead to a node that stalled since it was last used:
+ * a ping first, given the failover time, so such a node costs SERVER_WAIT_MS before the next one is
+ * tried, not DB_TIMEOUT_SECONDS for every statement sent to it.
+ */
+async function checked(connection: PoolConnection, server: Server, waitMs: number): Promise<void> {
+  try {
+    await unlessStopped(connection.ping(), { timeoutMs: waitMs }, () =>
+      stopOnServer(connection, server),
+    );
+  } catch (error) {
+    connection.destroy();
+    throw error;
+  }
 }
 
 /**

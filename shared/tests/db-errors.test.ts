@@ -1,6 +1,7 @@
 // The driver's connection errors become one sentence that names what to check.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseError, explainDatabaseError } from '../db.ts';
+import { isRetryable } from '../db-errors.ts';
 
 const driverError = (code: string) => Object.assign(new Error(`driver says ${code}`), { code });
 /** An error the server sent, as mysql2 makes it: with its SQL state. */
@@ -75,5 +76,29 @@ describe('explainDatabaseError', () => {
   it('passes a bug (any other error) through unchanged', () => {
     const bug = driverError('ER_PARSE_ERROR');
     expect(explainDatabaseError(bug)).toBe(bug);
+  });
+});
+
+describe('isRetryable', () => {
+  it.each([
+    ['a deadlock or certification conflict (1213)', { errno: 1213 }],
+    ['a lock wait timeout (1205)', { errno: 1205 }],
+    ['a node not ready (1047)', { errno: 1047 }],
+    [
+      "Galera's refused streaming replication fragment",
+      {
+        errno: 1105,
+        message: 'Error while appending streaming replication fragment(provider status: 5)',
+      },
+    ],
+  ])('tries again after %s, which rolled it back', (_, error) => {
+    expect(isRetryable(error, { readOnly: false })).toBe(true);
+  });
+
+  it('does not try a write again after a timeout or a duplicate key', () => {
+    expect(
+      isRetryable({ code: 'PROTOCOL_SEQUENCE_TIMEOUT', fatal: true }, { readOnly: false }),
+    ).toBe(false);
+    expect(isRetryable({ errno: 1062 }, { readOnly: false })).toBe(false);
   });
 });
