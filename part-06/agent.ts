@@ -1,7 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
-import { CommitUnknown } from '../shared/db.ts';
-import { commandFor } from '../shared/hints.ts';
+import { saveFailure } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -18,8 +17,6 @@ import type { Customer } from './session.ts';
 import { TOOL_DEFINITIONS, type Tool, type ToolContext } from './tools.ts';
 import { memoryEvent, Trace } from './trace.ts';
 
-/** The conversation viewer: where to look when a save's outcome is not known. */
-const VIEWER = new URL('./show-conversation.ts', import.meta.url);
 /**
  * The most model calls one question may take. Real questions need two or three (look up, check,
  * answer); a model going in circles is stopped here instead of running up a bill.
@@ -157,10 +154,7 @@ function recordTurn(
         const message = error instanceof Error ? error.message : String(error);
         trace.event('save_failed', { step, message });
         // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
-        saveError =
-          error instanceof CommitUnknown
-            ? `${message} See what was saved with ${commandFor(VIEWER, conversation.id)}.`
-            : `Not saved: ${message}`;
+        saveError = saveFailure(error, conversation.id);
       }
     },
     // The model answered: stored with its own message (provider_raw) and the tokens the call cost.

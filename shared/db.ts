@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { dbSettings, type DbServer, type DbSettings } from './config.ts';
 import { DatabaseError, explainDatabaseError, isRetryable, notAnswered } from './db-errors.ts';
+import { besideScript, commandFor } from './hints.ts';
 
 export { DatabaseError, explainDatabaseError } from './db-errors.ts';
 
@@ -153,6 +154,19 @@ export class DatabaseCancelled extends Error {
  */
 export class CommitUnknown extends DatabaseError {
   override name = 'CommitUnknown';
+}
+
+/**
+ * What a failed save tells the customer: "Not saved", unless a COMMIT's answer never came, so it may
+ * have been saved; then the command of the viewer beside the running script, to look.
+ */
+export function saveFailure(error: unknown, conversationId: string): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof CommitUnknown)) return `Not saved: ${message}`;
+  const viewer = besideScript('show-conversation.ts');
+  return viewer
+    ? `${message} See what was saved with ${commandFor(viewer, conversationId)}.`
+    : message;
 }
 
 /**

@@ -28,9 +28,15 @@ export function commandFor(script: string | URL, args = ''): string {
  * its own, and going further too), or the root's `npm run setup` for a script without one.
  */
 export function setupCommand(): string {
+  const setup = besideScript('setup.ts');
+  return setup ? commandFor(setup) : 'npm run setup';
+}
+
+/** A file of that name in the running script's folder, if there is one: its part's own. */
+export function besideScript(name: string): string | undefined {
   const script = process.argv[1];
-  const beside = script ? path.join(path.dirname(path.resolve(script)), 'setup.ts') : '';
-  return beside && existsSync(beside) ? commandFor(beside) : 'npm run setup';
+  const file = script && path.join(path.dirname(path.resolve(script)), name);
+  return file && existsSync(file) ? file : undefined;
 }
 
 /** A file's path as the learner can use it where they typed the command. */

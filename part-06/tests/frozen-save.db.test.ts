@@ -14,7 +14,7 @@ const ANSWER = 'Order 1042 has shipped.';
 const NOTHING_WRITTEN =
   /^Not saved: MySQL at 127\.0\.0\.1:\d+ did not answer within 1 s \(DB_TIMEOUT_SECONDS\), so nothing was written\.$/m;
 const MAY_HAVE_BEEN_SAVED =
-  /may have been saved or not.* See what was saved with npx tsx part-06\/show-conversation\.ts [0-9a-f]{32}\.$/m;
+  /may have been saved or not.* See what was saved with npx tsx part-06\/(going-further\/)?show-conversation\.ts [0-9a-f]{32}\.$/m;
 const NOT_ANSWERED = /^MySQL at 127\.0\.0\.1:\d+ did not answer within 1 s/m;
 
 interface Moment {
