@@ -84,6 +84,7 @@ export default defineConfig(({ mode }) => {
         MAX_TOKENS_PER_RUN: '',
         LLM_TIMEOUT_SECONDS: '',
         DB_TIMEOUT_SECONDS: '',
+        DB_POOL_SIZE: '',
         LOG_DIR: testLogs,
         NO_COLOR: '1',
       },

@@ -1,6 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
-import { CommitUnknown, withTransaction } from '../shared/db.ts';
+import { saveFailure, withTransaction } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -147,7 +147,7 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
         const message = error instanceof Error ? error.message : String(error);
         trace.event('save_failed', { step, message });
         // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
-        saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
+        saveError = saveFailure(error, conversation.id);
       }
     },
     // The model answered: stored with its own message (provider_raw) and the tokens the call cost.

@@ -190,6 +190,8 @@ export interface DbSettings {
   database: string;
   /** The longest any one statement, transaction or wait for the server may take (DB_TIMEOUT_SECONDS). */
   timeoutMs: number;
+  /** Connections this process opens to each server at most (DB_POOL_SIZE). */
+  poolSize: number;
 }
 
 export function dbSettings(env: Env = process.env): DbSettings {
@@ -217,6 +219,8 @@ export function dbSettings(env: Env = process.env): DbSettings {
     database,
     // A frozen server or a dead network fails after this long instead of hanging (15 s by default).
     timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, { max: 3600, env }) * 1000,
+    // Every process opens up to this many per server: together they must stay under max_connections.
+    poolSize: integerSetting('DB_POOL_SIZE', 8, 1, { max: 10_000, env }),
   };
 }
 

@@ -1,5 +1,7 @@
 // What the database's failures mean: which ones prove nothing was done (so trying again is safe), and one sentence for each.
 import type { DbSettings } from './config.ts';
+import { setupCommand } from './hints.ts';
+import { printable } from './text.ts';
 
 /** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
 export class DatabaseError extends Error {
@@ -10,6 +12,9 @@ export class DatabaseError extends Error {
  * Whether a failed statement (or transaction) certainly did nothing, so running it again is safe:
  * - a deadlock, or on a cluster a certification conflict with another node (1213): rolled back;
  * - a cluster node that is not ready (1047): it refused the statement;
+ * - a lock wait that timed out (1205): the statement was rolled back, and a transaction is rolled
+ *   back whole before it is tried again;
+ * - on a Galera cluster with streaming replication, a fragment the cluster refused: rolled back;
  * - a connection found closed before the statement was sent;
  * - with `readOnly` (a read, or a transaction that never reached COMMIT), a connection lost midway.
  * A timeout is not among them: the server may still be working, and waiting again would double the wait.
@@ -21,9 +26,14 @@ export function isRetryable(error: unknown, { readOnly }: { readOnly: boolean })
     fatal?: boolean;
     message?: string;
   };
-  if (errno === 1213 || errno === 1047) return true;
+  if (errno === 1213 || errno === 1047 || errno === 1205 || fragmentRefused(message)) return true;
   if (!fatal || code === 'PROTOCOL_SEQUENCE_TIMEOUT') return false;
   return readOnly || /closed state/.test(message ?? '');
+}
+
+/** Galera's refusal of a streaming replication fragment (as ER_UNKNOWN_ERROR): the transaction was rolled back. */
+function fragmentRefused(message: string | undefined): boolean {
+  return /^Error while appending streaming replication fragment/.test(message ?? '');
 }
 
 /** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
@@ -56,7 +66,12 @@ export function explainDatabaseError(error: unknown, settings: DbSettings): unkn
 }
 
 function explain(error: Error, settings: DbSettings): unknown {
-  const { code, errno, fatal } = error as { code?: string; errno?: number; fatal?: boolean };
+  const { code, errno, fatal, sqlState } = error as {
+    code?: string;
+    errno?: number;
+    fatal?: boolean;
+    sqlState?: string;
+  };
   const { user, database } = settings;
   const at = where(settings);
   switch (code) {
@@ -81,10 +96,16 @@ function explain(error: Error, settings: DbSettings): unknown {
       );
     case 'ER_BAD_DB_ERROR':
       return new DatabaseError(
-        `Database "${database}" does not exist on ${at}. Run: npm run setup`,
+        `Database "${database}" does not exist on ${at}. Run: ${setupCommand()}`,
       );
+    // The tables are not the ones Nimbus created (dropped, renamed or changed by hand, or another
+    // part's): setup creates them again, after saying what it would delete.
     case 'ER_NO_SUCH_TABLE':
-      return new DatabaseError(`${error.message} in ${at}. Run: npm run setup`);
+    case 'ER_BAD_FIELD_ERROR':
+    case 'ER_SP_DOES_NOT_EXIST':
+      return new DatabaseError(
+        `${missing(code, error.message)} is missing from database "${database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand()} to set it up again (it says what it would delete, and asks first).`,
+      );
     case 'ER_LOCK_WAIT_TIMEOUT':
       return new DatabaseError(
         `${at} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT).`,
@@ -98,6 +119,10 @@ function explain(error: Error, settings: DbSettings): unknown {
     case 'ER_NET_PACKET_TOO_LARGE':
       return new DatabaseError(`${at} refused a statement larger than its max_allowed_packet.`);
   }
+  if (fragmentRefused(error.message))
+    return new DatabaseError(
+      `${at} kept refusing a change while replicating it to the cluster's other nodes; nothing of it was written. Try again.`,
+    );
   if (errno === 1047)
     return new DatabaseError(
       `${at} is not ready to answer (1047: a cluster node that is not in the cluster's primary component). Check the cluster.`,
@@ -105,7 +130,27 @@ function explain(error: Error, settings: DbSettings): unknown {
   // The server was there and the connection broke (a restart, a KILL, a network blip): not "start it".
   if (fatal)
     return new DatabaseError(
-      `The connection to ${at} was lost (${code ?? error.message}) before the statement finished.`,
+      `The connection to ${at} was lost (${code ?? 'no code'}) before the statement finished.`,
+    );
+  // Any other refusal from the server: its code, never its text (which can quote the data). The
+  // code stays on the error, for callers that act on one (a duplicate key).
+  if (sqlState !== undefined && code !== undefined)
+    return Object.assign(
+      new DatabaseError(`${at} refused a statement (${code}), so it did nothing.`),
+      {
+        code,
+        errno,
+      },
     );
   return error;
+}
+
+/** What a drifted schema lacks, named from the driver's message ("Unknown column 'role' in 'SELECT'"). */
+function missing(code: string, message: string): string {
+  const [what, pattern] =
+    code === 'ER_SP_DOES_NOT_EXIST'
+      ? ['Function', /^\w+ (\S+) does not exist/] // "FUNCTION nimbus.refund_allowed does not exist"
+      : [code === 'ER_BAD_FIELD_ERROR' ? 'Column' : 'Table', /'([^']*)'/];
+  const name = pattern.exec(message)?.[1]?.split('.').pop() ?? '';
+  return `${what} "${printable(name, { singleLine: true })}"`;
 }

@@ -1,4 +1,5 @@
 // The database, for every part: a connection pool per server (one, or the nodes of a cluster), statements and transactions with every wait bounded and failures said in one sentence.
+import type { Socket } from 'node:net';
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { dbSettings, type DbServer, type DbSettings } from './config.ts';
 import {
@@ -7,6 +8,7 @@ import {
   isRetryable,
   notAnswered as notAnsweredBy,
 } from './db-errors.ts';
+import { besideScript, commandFor } from './hints.ts';
 
 export { DatabaseError } from './db-errors.ts';
 
@@ -46,19 +48,27 @@ export function explainDatabaseError(error: unknown): unknown {
 function notAnswered(what: string): DatabaseError {
   return notAnsweredBy(what, databaseSettings());
 }
-/** Every connection the pools opened, so closing can end them even when a server does not answer. */
+/** Every connection of the pools still open, so closing can end them even when a server does not answer. */
 const opened = new Set<{ destroy(): void }>();
 
 /** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
 const LOCK_WAIT_SECONDS = 5;
+/** How long telling a server to end an abandoned session may take to connect, and then to answer. */
+const KILL_WAIT_MS = 2000;
 /** How long closing the pools waits for the servers' goodbye before it drops the connections. */
 const CLOSE_WAIT_MS = 1000;
 /** How long a server that failed is passed over, when there are others to try. */
 const SKIP_MS = 5000;
 /** With other servers to try, how long to wait for a connection from one before moving on. */
 const SERVER_WAIT_MS = 5000;
-/** Tries of one statement or transaction when a failure proves nothing was done (see isRetryable). */
-const ATTEMPTS = 4;
+/**
+ * Tries of one statement or transaction when a failure proves nothing was done (see isRetryable),
+ * within DB_TIMEOUT_SECONDS. Sized for a cluster: writers on several nodes changing the same rows
+ * collide at COMMIT, and with 100 of them at once some lose several times in a row.
+ */
+const ATTEMPTS = 10;
+/** The longest pause between two tries of a transaction that collided with another writer. */
+const BACKOFF_CAP_MS = 200;
 
 /** Connection options shared by the pools and by setup's server-level connection. */
 export function connectionOptions(
@@ -98,11 +108,14 @@ function poolOf(server: Server): Pool {
     server.pool = mysql.createPool({
       ...connectionOptions(settings, server),
       database: settings.database,
-      connectionLimit: 8,
+      connectionLimit: settings.poolSize,
     });
     // Runs before any other statement on the connection: the driver queues commands in order.
     server.pool.on('connection', (connection) => {
       opened.add(connection);
+      // Forgotten once its socket closes (ended, killed, dropped): a broken connection keeps nothing.
+      const { stream } = connection as unknown as { stream: Socket };
+      stream.once('close', () => opened.delete(connection));
       // The driver hands over its own connection here, with the callback API.
       const raw = connection as unknown as { query(sql: string, done: () => void): void };
       for (const sql of sessionSetup(settings)) raw.query(sql, () => {}); // see sessionSetup
@@ -134,17 +147,28 @@ export async function connectToServer(): Promise<mysql.Connection> {
  */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
   const { timeoutMs } = databaseSettings();
+  const giveUpAt = Date.now() + timeoutMs;
   for (let attempt = 1; ; attempt++) {
     const { connection, server } = await getConnection();
+    let abandoned = false;
     try {
-      const [rows] = await connection.query({ sql, timeout: timeoutMs }, params);
+      // Our own clock, not the driver's `timeout`: that one starts only when the statement is sent,
+      // so a statement queued behind one a frozen server never answered would wait for ever.
+      const [rows] = await unlessStopped(connection.query(sql, params), { timeoutMs }, () => {
+        abandoned = true;
+        stopOnServer(connection, server); // never back to the pool with its statement still pending
+      });
       connection.release();
       return rows as T;
     } catch (error) {
+      if (abandoned) throw notAnswered('so the statement was given up');
       drop(connection, server, error);
       // A read that lost its connection did nothing either: it is read again.
       const readOnly = /^\s*SELECT\b/i.test(sql);
-      if (attempt < ATTEMPTS && isRetryable(error, { readOnly })) continue;
+      if (tryAgain(attempt, giveUpAt) && isRetryable(error, { readOnly })) {
+        await backOff(attempt);
+        continue;
+      }
       throw explainDatabaseError(error);
     }
   }
@@ -167,6 +191,19 @@ export class CommitUnknown extends DatabaseError {
 }
 
 /**
+ * What a failed save tells the customer: "Not saved", unless a COMMIT's answer never came, so it may
+ * have been saved; then the command of the viewer beside the running script, to look.
+ */
+export function saveFailure(error: unknown, conversationId: string): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof CommitUnknown)) return `Not saved: ${message}`;
+  const viewer = besideScript('show-conversation.ts');
+  return viewer
+    ? `${message} See what was saved with ${commandFor(viewer, conversationId)}.`
+    : message;
+}
+
+/**
  * Runs fn inside one transaction: everything it wrote is committed together, or nothing is. A
  * transaction another writer got in the way of (a deadlock, or on a cluster a certification conflict
  * with another node), or whose server turned out not to be ready, is run again as a whole, fn
@@ -177,15 +214,30 @@ export class CommitUnknown extends DatabaseError {
 export async function withTransaction<T>(
   fn: (connection: PoolConnection) => Promise<T>,
 ): Promise<T> {
+  const giveUpAt = Date.now() + databaseSettings().timeoutMs;
   for (let attempt = 1; ; attempt++) {
     try {
       return await transaction(fn);
     } catch (error) {
-      if (attempt >= ATTEMPTS || !isRetryable(error, { readOnly: true })) throw explain(error);
-      // Two writers that collided would collide again at once: a short, random pause apart.
-      await new Promise((resolve) => setTimeout(resolve, attempt * (5 + Math.random() * 20)));
+      if (!tryAgain(attempt, giveUpAt) || !isRetryable(error, { readOnly: true }))
+        throw explain(error);
+      await backOff(attempt);
     }
   }
+}
+
+/** Another try is allowed: tries left, and DB_TIMEOUT_SECONDS not yet spent on this one. */
+function tryAgain(attempt: number, giveUpAt: number): boolean {
+  return attempt < ATTEMPTS && Date.now() < giveUpAt;
+}
+
+/**
+ * Two writers that collided would collide again at once: a random pause apart, up to twice as long
+ * after each try (10, 20, 40 … ms, at most BACKOFF_CAP_MS), so a crowd spreads out ("full jitter").
+ */
+function backOff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(BACKOFF_CAP_MS, 5 * 2 ** attempt);
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** One try of a transaction. Errors before COMMIT mean nothing was written; errors after it are CommitUnknown. */
@@ -213,7 +265,7 @@ async function transaction<T>(fn: (connection: PoolConnection) => Promise<T>): P
     if (abandoned && state.phase === 'work') throw notAnswered('so nothing was written');
     if (abandoned || (state.phase === 'commit' && lostConnection(error))) {
       throw new CommitUnknown(
-        `The answer to a COMMIT never came from MySQL at ${server.host}:${server.port}: it may or may not have been saved.`,
+        `The answer to a COMMIT never came from MySQL at ${server.host}:${server.port}: it may have been saved or not.`,
       );
     }
     if (!lostConnection(error)) await connection.rollback().catch(() => {});
@@ -267,9 +319,28 @@ function unlessStopped<T>(
 function stopOnServer(connection: PoolConnection, server: Server): void {
   const threadId = connection.threadId;
   connection.destroy();
-  // Bounded, and never on a pool that was closed meanwhile (a new one would keep the process alive).
-  const kill = server.pool?.query({ sql: 'KILL ?', timeout: 2000 }, [threadId]);
-  kill?.catch(() => {}); // already gone, or not ours to kill: the lock wait timeout still ends it
+  void killOnServer(threadId, server);
+}
+
+/**
+ * KILL, on a connection of its own, given KILL_WAIT_MS to connect and as long to answer. Not on one of
+ * the pool's: a frozen server leaves that connection stuck on the KILL, and the next statement handed
+ * it would wait behind the KILL for as long as the server stays frozen.
+ */
+async function killOnServer(threadId: number | null, server: DbServer): Promise<void> {
+  const options = {
+    ...connectionOptions(databaseSettings(), server),
+    connectTimeout: KILL_WAIT_MS,
+  };
+  try {
+    const killer = await mysql.createConnection(options);
+    const kill = killer.query('KILL ?', [threadId]);
+    await unlessStopped(kill, { timeoutMs: KILL_WAIT_MS }, () => {}).finally(() =>
+      killer.destroy(),
+    );
+  } catch {
+    // Already gone, not ours to kill, or no answer: the lock wait timeout still ends that session.
+  }
 }
 
 /** A connection whose statement failed: back to its pool if it still works; if not, destroyed, and a server that is not ready is passed over for a while. */
@@ -311,7 +382,9 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
       pending.then((late) => late.release()).catch(() => {}); // back to the pool if it comes after all
     };
     try {
-      return { connection: await unlessStopped(pending, { timeoutMs: wait }, giveUp), server };
+      const connection = await unlessStopped(pending, { timeoutMs: wait }, giveUp);
+      if (order.length > 1) await checked(connection, server, wait);
+      return { connection, server };
     } catch (error) {
       failure = error;
       skip(server);
@@ -319,8 +392,29 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
   }
   // Our own clock ran out ("stopped"): every server was frozen or every connection busy.
   if (failure === undefined || (failure as Error).message === 'stopped')
-    throw notAnswered('so no connection to it was free');
+    throw notAnswered('so no connection to it was free (a busy server, or raise DB_POOL_SIZE)');
   throw explainDatabaseError(failure);
+}
+
+/** How many connections the pools hold open: never more than their size, however many broke. */
+export function openConnections(): number {
+  return opened.size;
+}
+
+/**
+ * On a cluster, a connection the pool kept may lead to a node that stalled since it was last used:
+ * a ping first, given the failover time, so such a node costs SERVER_WAIT_MS before the next one is
+ * tried, not DB_TIMEOUT_SECONDS for every statement sent to it.
+ */
+async function checked(connection: PoolConnection, server: Server, waitMs: number): Promise<void> {
+  try {
+    await unlessStopped(connection.ping(), { timeoutMs: waitMs }, () =>
+      stopOnServer(connection, server),
+    );
+  } catch (error) {
+    connection.destroy();
+    throw error;
+  }
 }
 
 /**

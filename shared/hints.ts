@@ -1,5 +1,5 @@
 // Commands and paths we print for the learner to copy, written so they work where the learner typed theirs.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScriptIo } from './cli.ts';
@@ -51,6 +51,22 @@ export function usageLines(
   const line = (command: string, i: number) =>
     `${i === 0 ? 'Usage: ' : '       '}${command.padEnd(width)}${forms[i][1]}`;
   return commands.map(line).join('\n');
+}
+
+/**
+ * The command that creates the running script's tables again: the setup.ts beside it (every part has
+ * its own, and going further too), or the root's `npm run setup` for a script without one.
+ */
+export function setupCommand(): string {
+  const setup = besideScript('setup.ts');
+  return setup ? commandFor(setup) : 'npm run setup';
+}
+
+/** A file of that name in the running script's folder, if there is one: its part's own. */
+export function besideScript(name: string): string | undefined {
+  const script = process.argv[1];
+  const file = script && path.join(path.dirname(path.resolve(script)), name);
+  return file && existsSync(file) ? file : undefined;
 }
 
 /** A file's path as the learner can use it where they typed the command. */

@@ -167,7 +167,7 @@ describe('commands that only read', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(
         new RegExp(
-          `^Table '${name}\\.conversations' doesn't exist in MySQL at [^ ]+\\. Run: npm run setup\\n$`,
+          `^Table "conversations" is missing from database "${name}" on MySQL at [^ ]+: .*\\. Run npx tsx part-06/setup\\.ts to set it up again \\(it says what it would delete, and asks first\\)\\.\\n$`,
         ),
       );
       expect(await tables()).toEqual([]);

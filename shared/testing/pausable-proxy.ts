@@ -6,6 +6,12 @@ export interface PausableProxy {
   port: number;
   /** From now on nothing passes in either direction, and new connections are accepted but never served. */
   freeze(): void;
+  /**
+   * Freezes the moment a statement matching the last of `statements` is sent, after one matching each
+   * of the others in order (e.g. /^INSERT INTO messages/, /^COMMIT/: the COMMIT of a save), before
+   * it reaches the server: the freeze lands exactly there, not after a guessed delay. Resolves then.
+   */
+  freezeOn(...statements: RegExp[]): Promise<void>;
   /** Everything held back passes again. */
   thaw(): void;
   /**
@@ -37,6 +43,7 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
   let frozen = false;
   let loseCommitAnswer: RegExp | undefined; // see loseNextCommitAnswer
   let late: Late | undefined; // see commitLate
+  let freezeAt: { statements: RegExp[]; frozen: () => void } | undefined; // see freezeOn
   const pairs = new Set<[net.Socket, net.Socket]>();
   const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
   const server = net.createServer((client) => {
@@ -47,6 +54,12 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     let sentStatement = false; // since this connection's last COMMIT: the statement commitLate waits for
     let sentLoseStatement = false; // the same for loseNextCommitAnswer
     client.on('data', (chunk) => {
+      if (freezeAt?.statements[0].test(textOf(chunk))) freezeAt.statements.shift();
+      if (freezeAt?.statements.length === 0) {
+        frozen = true; // this listener runs before the relay's: the statement itself is held
+        freezeAt.frozen();
+        freezeAt = undefined;
+      }
       if (loseCommitAnswer && isQuery(chunk) && loseCommitAnswer.test(textOf(chunk)))
         sentLoseStatement = true;
       if (loseCommitAnswer && sentLoseStatement && isCommit(chunk)) {
@@ -109,6 +122,10 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
     freeze: () => {
       frozen = true;
     },
+    freezeOn: (...statements) =>
+      new Promise((resolve) => {
+        freezeAt = { statements, frozen: resolve };
+      }),
     thaw: () => {
       frozen = false;
       for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
@@ -152,8 +169,9 @@ function isQuery(chunk: Buffer): boolean {
   return chunk.length >= 5 && chunk[4] === 0x03;
 }
 
+/** The SQL a statement's packet carries, or ''. */
 function textOf(chunk: Buffer): string {
-  return chunk.subarray(5).toString('latin1').trim();
+  return isQuery(chunk) ? chunk.subarray(5).toString('latin1').trim() : '';
 }
 
 function isCommit(chunk: Buffer): boolean {

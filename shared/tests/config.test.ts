@@ -87,6 +87,21 @@ describe('dbSettings', () => {
     process.env.DB_NAME = 'nimbus; DROP DATABASE x';
     expect(configError(dbSettings).message).toMatch(/^DB_NAME may only contain letters/);
   });
+
+  it('sizes the pool from DB_POOL_SIZE, 8 by default, and refuses a size that is not a whole number', () => {
+    process.env.DB_NAME = 'nimbus';
+    process.env.DB_POOL_SIZE = '';
+    expect(dbSettings().poolSize).toBe(8);
+    process.env.DB_POOL_SIZE = '64';
+    expect(dbSettings().poolSize).toBe(64);
+    for (const bad of ['0', 'eight', '2.5']) {
+      process.env.DB_POOL_SIZE = bad;
+      expect(configError(dbSettings).message).toBe(
+        `DB_POOL_SIZE must be a whole number from 1 to 10000 (it is "${bad}"). Fix it in .env.`,
+      );
+    }
+    delete process.env.DB_POOL_SIZE;
+  });
 });
 
 describe('DB_HOSTS', () => {

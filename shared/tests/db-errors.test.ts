@@ -1,8 +1,12 @@
 // The driver's connection errors become one sentence that names what to check.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseError, explainDatabaseError } from '../db.ts';
+import { isRetryable } from '../db-errors.ts';
 
 const driverError = (code: string) => Object.assign(new Error(`driver says ${code}`), { code });
+/** An error the server sent, as mysql2 makes it: with its SQL state. */
+const serverError = (code: string, message: string) =>
+  Object.assign(new Error(message), { code, errno: 1000, sqlState: '42S22' });
 
 const SET = { DB_HOST: '127.0.0.1', DB_PORT: '3407', DB_NAME: 'nimbus' };
 let saved: Record<string, string | undefined>;
@@ -38,8 +42,63 @@ describe('explainDatabaseError', () => {
     expect((explained as Error).message).toBe(message);
   });
 
+  // A schema that drifted (a column dropped, a table renamed by hand): what is missing, and the setup to run.
+  it.each([
+    ['ER_BAD_FIELD_ERROR', "Unknown column 'role' in 'SELECT'", 'Column "role"'],
+    ['ER_BAD_FIELD_ERROR', "Unknown column 'm.role' in 'field list'", 'Column "role"'],
+    ['ER_NO_SUCH_TABLE', "Table 'nimbus.messages' doesn't exist", 'Table "messages"'],
+    [
+      'ER_SP_DOES_NOT_EXIST',
+      'FUNCTION nimbus.refund_allowed does not exist',
+      'Function "refund_allowed"',
+    ],
+  ])('says %s (%s) in one sentence with the command that repairs it', (code, text, what) => {
+    const explained = explainDatabaseError(serverError(code, text));
+    expect(explained).toBeInstanceOf(DatabaseError);
+    expect((explained as Error).message).toBe(
+      `${what} is missing from database "nimbus" on MySQL at 127.0.0.1:3407: the database is not as this part sets it up (never set up, or changed since). Run npm run setup to set it up again (it says what it would delete, and asks first).`,
+    );
+  });
+
+  it("says any other refusal by its code, never the server's text, and keeps the code", () => {
+    const refused = serverError(
+      'ER_DUP_ENTRY',
+      "Duplicate entry 'my door code 4711' for key 'PRIMARY'",
+    );
+    const explained = explainDatabaseError(refused) as Error & { code?: string };
+    expect(explained).toBeInstanceOf(DatabaseError);
+    expect(explained.message).toBe(
+      'MySQL at 127.0.0.1:3407 refused a statement (ER_DUP_ENTRY), so it did nothing.',
+    );
+    expect(explained.code).toBe('ER_DUP_ENTRY');
+  });
+
   it('passes a bug (any other error) through unchanged', () => {
     const bug = driverError('ER_PARSE_ERROR');
     expect(explainDatabaseError(bug)).toBe(bug);
+  });
+});
+
+describe('isRetryable', () => {
+  it.each([
+    ['a deadlock or certification conflict (1213)', { errno: 1213 }],
+    ['a lock wait timeout (1205)', { errno: 1205 }],
+    ['a node not ready (1047)', { errno: 1047 }],
+    [
+      "Galera's refused streaming replication fragment",
+      {
+        errno: 1105,
+        message: 'Error while appending streaming replication fragment(provider status: 5)',
+      },
+    ],
+  ])('tries again after %s, which rolled it back', (_, error) => {
+    expect(isRetryable(error, { readOnly: false })).toBe(true);
+  });
+
+  it('does not try a write again after a timeout or a duplicate key', () => {
+    expect(
+      isRetryable({ code: 'PROTOCOL_SEQUENCE_TIMEOUT', fatal: true }, { readOnly: false }),
+    ).toBe(false);
+    expect(isRetryable({ errno: 1062 }, { readOnly: false })).toBe(false);
   });
 });

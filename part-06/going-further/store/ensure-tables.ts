@@ -72,9 +72,9 @@ export async function ensureFullDatabase(
 function createdMeanwhile(error: unknown): boolean {
   const cause = (error as { cause?: unknown }).cause ?? error;
   const { errno } = cause as { errno?: number };
-  // 1304: function exists; 1050: table exists; 1060: column exists; 1062: duplicate row; 1213: deadlock
-  // or certification conflict.
-  return [1304, 1050, 1060, 1062, 1213].includes(errno ?? 0);
+  // 1304: function exists; 1050: table exists; 1060, 1061: column or key exists (an upgrade another
+  // node made a moment ago); 1062: duplicate row; 1213: deadlock or certification conflict.
+  return [1304, 1050, 1060, 1061, 1062, 1213].includes(errno ?? 0);
 }
 
 async function setUp(log: (line: string) => void, llm?: LlmSettings | ConfigError): Promise<void> {

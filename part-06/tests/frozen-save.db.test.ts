@@ -1,0 +1,144 @@
+// A database that freezes at any moment of a question (issue #35), the save above all: the process still
+// ends, in one line that says whether the step may have been saved, on the full Nimbus and the core.
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dbSettings } from '../../shared/config.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
+import { startPausableProxy } from '../../shared/testing/pausable-proxy.ts';
+import { collect, startScript } from '../../shared/testing/run-script.ts';
+import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
+
+const script = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+const ANSWER = 'Order 1042 has shipped.';
+const NOTHING_WRITTEN =
+  /^Not saved: MySQL at 127\.0\.0\.1:\d+ did not answer within 1 s \(DB_TIMEOUT_SECONDS\), so nothing was written\.$/m;
+const MAY_HAVE_BEEN_SAVED =
+  /may have been saved or not.* See what was saved with npx tsx part-06\/(going-further\/)?show-conversation\.ts [0-9a-f]{32}\.$/m;
+const NOT_ANSWERED = /^MySQL at 127\.0\.0\.1:\d+ did not answer within 1 s/m;
+
+interface Moment {
+  name: string;
+  /** The freeze lands on the statement matching the last of these, after one matching each of the others. */
+  statements: RegExp[];
+  /** Whether the model answered before the freeze, and what stderr says. */
+  answered: boolean;
+  says?: RegExp;
+  code: number;
+}
+
+/** Where each program's question talks to the database, in order. */
+function momentsOf(history: RegExp, lease: boolean): Moment[] {
+  const fails = { answered: false, says: NOT_ANSWERED, code: 1 };
+  return [
+    ...(lease
+      ? [{ name: 'taking the lease', statements: [/^INSERT INTO question_leases/], ...fails }]
+      : []),
+    { name: 'reading the history', statements: [history], ...fails },
+    // The save's first statement: the first transaction after the history was read.
+    {
+      name: 'the save begins',
+      statements: [history, /^START TRANSACTION/],
+      answered: true,
+      says: NOTHING_WRITTEN,
+      code: 1,
+    },
+    {
+      name: "the save's COMMIT",
+      statements: [/^INSERT INTO messages/, /^COMMIT/],
+      answered: true,
+      says: MAY_HAVE_BEEN_SAVED,
+      code: 1,
+    },
+    // Saved: the lease, not given back, simply expires.
+    ...(lease
+      ? [
+          {
+            name: 'releasing the lease',
+            statements: [/^DELETE FROM question_leases/],
+            answered: true,
+            code: 0,
+          },
+        ]
+      : []),
+  ];
+}
+
+const PROGRAMS = [
+  {
+    name: 'the full Nimbus',
+    ask: script('../going-further/ask.ts'),
+    chat: script('../going-further/chat.ts'),
+    moments: momentsOf(/^SELECT seq, role/, true),
+  },
+  {
+    name: "the chapter's core",
+    ask: script('../ask.ts'),
+    chat: script('../chat.ts'),
+    moments: momentsOf(/^SELECT data FROM messages/, false),
+  },
+];
+
+let fake: FakeProvider;
+let db: ScratchDatabase;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await ensureFullDatabase(() => {}, fake.llm('gemini'));
+});
+afterAll(async () => {
+  await fake.close();
+  await db.drop();
+});
+
+/**
+ * A proxy of its own for each run, that freezes on `statements` and never thaws while the program
+ * runs: the program must end by itself. Returns the environment that points a program at it.
+ */
+async function freezingOn(statements: RegExp[]) {
+  const { host, port } = dbSettings();
+  const proxy = await startPausableProxy(host, port);
+  const env = {
+    ...fake.env('gemini'),
+    DB_NAME: db.name,
+    DB_PORT: String(proxy.port),
+    DB_TIMEOUT_SECONDS: '1', // the shortest limit there is
+  };
+  return { proxy, env, frozen: proxy.freezeOn(...statements) };
+}
+
+describe.each(PROGRAMS)(
+  'a database frozen during a question to $name',
+  ({ ask, chat, moments }) => {
+    it.each(moments)('ask.ts ends when the freeze lands on $name', async (moment) => {
+      const { proxy, env, frozen } = await freezingOn(moment.statements);
+      if (moment.answered) fake.reply({ text: ANSWER });
+      const result = await collect(startScript(ask, ['--quiet', 'Where is order 1042?'], { env }));
+      await frozen; // it did land there
+      await proxy.close();
+      if (moment.answered) expect(result.stdout).toContain(ANSWER);
+      else expect(result.stdout).toBe('');
+      if (moment.says) expect(result.stderr).toMatch(moment.says);
+      if (moment.says === MAY_HAVE_BEEN_SAVED)
+        expect(result.stderr).not.toMatch(/nothing was written/);
+      expect(result.code).toBe(moment.code);
+    });
+
+    it.each(moments)("the chat's exit exits when the freeze lands on $name", async (moment) => {
+      const { proxy, env, frozen } = await freezingOn(moment.statements);
+      if (moment.answered) fake.reply({ text: ANSWER });
+      const child = startScript(chat, ['--quiet'], { env });
+      const done = collect(child);
+      child.stdin.write('Where is order 1042?\n');
+      await frozen;
+      child.stdin.write('exit\n'); // read once the question has ended, however it ends
+      const result = await done;
+      await proxy.close();
+      if (moment.answered) expect(result.stdout).toContain(ANSWER);
+      if (moment.says) expect(result.stderr).toMatch(moment.says);
+      expect(result.stdout).toMatch(/\nBye!/);
+      expect(result.code).toBe(0);
+    });
+  },
+);

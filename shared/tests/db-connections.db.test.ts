@@ -1,0 +1,112 @@
+// The pool under faults (issue #30): broken connections cost nothing, transient refusals are tried again.
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closePool, connectionOptions, openConnections, query, withTransaction } from '../db.ts';
+import { startPausableProxy } from '../testing/pausable-proxy.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../testing/database.ts';
+import { waitUntil } from '../testing/wait-until.ts';
+
+let db: ScratchDatabase;
+let admin: mysql.Connection;
+
+beforeAll(async () => {
+  db = await createScratchDatabase();
+  admin = await mysql.createConnection(connectionOptions());
+  await query('CREATE TABLE counters (id INT PRIMARY KEY, n INT NOT NULL)');
+  await query('INSERT INTO counters VALUES (1, 0)');
+});
+afterAll(async () => {
+  await admin.end();
+  await db.drop();
+});
+
+describe('the pool', () => {
+  it('opens DB_POOL_SIZE connections to a server at most, however many statements are waiting', async () => {
+    process.env.DB_POOL_SIZE = '2';
+    await closePool(); // the next statement opens a pool of the new size
+    try {
+      const asked = Array.from({ length: 10 }, () =>
+        query<Array<{ id: number }>>('SELECT CONNECTION_ID() AS id'),
+      );
+      const ids = new Set((await Promise.all(asked)).map(([row]) => row.id));
+      expect(ids.size).toBeLessThanOrEqual(2);
+      expect(openConnections()).toBe(2);
+    } finally {
+      delete process.env.DB_POOL_SIZE;
+      await closePool();
+    }
+  });
+});
+
+describe('broken connections', () => {
+  it('are forgotten: after 100 killed from the server, the pool keeps only the one it uses', async () => {
+    for (let i = 0; i < 100; i++) {
+      const [{ id }] = await query<Array<{ id: number }>>('SELECT CONNECTION_ID() AS id');
+      await admin.query('KILL ?', [id]);
+      // The next read finds its connection killed and is read again on a fresh one.
+      expect(await query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    }
+    await waitUntil('the last killed connection has closed', () => openConnections() === 1);
+    expect(openConnections()).toBe(1);
+    await closePool();
+    expect(openConnections()).toBe(0);
+  });
+});
+
+describe('transactions that collide', () => {
+  it('are tried again after a lock wait timeout (1205)', async () => {
+    const holder = await mysql.createConnection({ ...connectionOptions(), database: db.name });
+    try {
+      await holder.query('START TRANSACTION');
+      await holder.query('SELECT n FROM counters WHERE id = 1 FOR UPDATE'); // past the lock wait
+      let tries = 0;
+      await withTransaction(async (connection) => {
+        tries++;
+        if (tries === 2) await holder.query('ROLLBACK'); // the other session is done by now
+        await connection.query('UPDATE counters SET n = n + 1 WHERE id = 1'); // first: 1205
+      });
+      expect(tries).toBe(2);
+      expect(await query('SELECT n FROM counters WHERE id = 1')).toEqual([{ n: 1 }]);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('are tried again, a random pause apart, until one commits, even after many collisions', async () => {
+    let tries = 0;
+    const collision = Object.assign(new Error('Deadlock found'), {
+      errno: 1213,
+      code: 'ER_LOCK_DEADLOCK',
+    });
+    await withTransaction(async (connection) => {
+      tries++;
+      if (tries <= 7) throw collision; // as a cluster's certification conflict, seven times in a row
+      await connection.query('UPDATE counters SET n = n + 10 WHERE id = 1');
+    });
+    expect(tries).toBe(8);
+  });
+});
+
+describe('a cluster node that stalls', () => {
+  it('costs the failover time, not DB_TIMEOUT_SECONDS: a pooled connection to it is checked before it is used', async () => {
+    const [first, second] = await Promise.all(
+      [1, 2].map(() => startPausableProxy('127.0.0.1', Number(connectionOptions().port))),
+    );
+    process.env.DB_HOSTS = `127.0.0.1:${first.port},127.0.0.1:${second.port}`;
+    process.env.DB_TIMEOUT_SECONDS = '30';
+    await closePool();
+    try {
+      await query('SELECT 1'); // a connection to the first node waits in the pool
+      first.freeze();
+      // Sent to the first node, it would wait 30 s and fail; checked, it goes to the second.
+      await query('UPDATE counters SET n = n + 100 WHERE id = 1');
+      expect(await query('SELECT n FROM counters WHERE id = 1')).toEqual([{ n: 111 }]);
+    } finally {
+      delete process.env.DB_HOSTS;
+      delete process.env.DB_TIMEOUT_SECONDS;
+      await closePool();
+      first.thaw();
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+});
