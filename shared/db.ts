@@ -392,7 +392,9 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
   }
   // Our own clock ran out ("stopped"): every server was frozen or every connection busy.
   if (failure === undefined || (failure as Error).message === 'stopped')
-    throw notAnswered('so no connection to it was free (a busy server, or raise DB_POOL_SIZE)');
+    throw notAnswered(
+      'so no connection to it was free (all DB_POOL_SIZE of them busy, or the server not answering)',
+    );
   throw explainDatabaseError(failure);
 }
 

@@ -25,6 +25,14 @@ interface Moment {
   answered: boolean;
   says?: RegExp;
   code: number;
+  /** The model first calls a tool, whose statement the freeze lands on. */
+  tool?: boolean;
+}
+
+/** The model's replies for a moment: the answer, after a tool call if the freeze lands in a tool. */
+function scriptReplies(moment: Moment): void {
+  const lookUp = { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
+  if (moment.answered) fake.reply(...(moment.tool ? [lookUp] : []), { text: ANSWER });
 }
 
 /** Where each program's question talks to the database, in order. */
@@ -35,6 +43,16 @@ function momentsOf(history: RegExp, lease: boolean): Moment[] {
       ? [{ name: 'taking the lease', statements: [/^INSERT INTO question_leases/], ...fails }]
       : []),
     { name: 'reading the history', statements: [history], ...fails },
+    // The tool says it failed, the model answers, and the save, still frozen, writes nothing (its
+    // connection was given up with the tool's statement: a new one never connects).
+    {
+      name: 'a tool',
+      statements: [/^SELECT o\.id, o\.status/],
+      answered: true,
+      says: /^Not saved: MySQL at 127\.0\.0\.1:\d+ did not answer/m,
+      code: 1,
+      tool: true,
+    },
     // The save's first statement: the first transaction after the history was read.
     {
       name: 'the save begins',
@@ -113,7 +131,7 @@ describe.each(PROGRAMS)(
   ({ ask, chat, moments }) => {
     it.each(moments)('ask.ts ends when the freeze lands on $name', async (moment) => {
       const { proxy, env, frozen } = await freezingOn(moment.statements);
-      if (moment.answered) fake.reply({ text: ANSWER });
+      scriptReplies(moment);
       const result = await collect(startScript(ask, ['--quiet', 'Where is order 1042?'], { env }));
       await frozen; // it did land there
       await proxy.close();
@@ -127,7 +145,7 @@ describe.each(PROGRAMS)(
 
     it.each(moments)("the chat's exit exits when the freeze lands on $name", async (moment) => {
       const { proxy, env, frozen } = await freezingOn(moment.statements);
-      if (moment.answered) fake.reply({ text: ANSWER });
+      scriptReplies(moment);
       const child = startScript(chat, ['--quiet'], { env });
       const done = collect(child);
       child.stdin.write('Where is order 1042?\n');
