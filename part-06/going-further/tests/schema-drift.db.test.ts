@@ -1,20 +1,20 @@
-// A schema that drifted (a column dropped, a table renamed by hand): one sentence that says which setup repairs it.
+// Going further: a schema that drifted (a column dropped, a table renamed by hand): one sentence that says which setup repairs it.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { query } from '../../shared/db.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { runScript } from '../../shared/testing/run-script.ts';
-import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
+import { query } from '../../../shared/db.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { runScript } from '../../../shared/testing/run-script.ts';
+import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
 const script = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const PROGRAMS = [
   {
     name: 'the full Nimbus',
-    ask: script('../going-further/ask.ts'),
+    ask: script('../ask.ts'),
     setup: 'part-06/going-further/setup.ts',
   },
-  { name: "the chapter's core", ask: script('../ask.ts'), setup: 'part-06/setup.ts' },
+  { name: "the chapter's core", ask: script('../../ask.ts'), setup: 'part-06/setup.ts' },
 ];
 
 let fake: FakeProvider;
@@ -40,7 +40,7 @@ describe.each(PROGRAMS)('a dropped column, met by $name', ({ ask, setup }) => {
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
     const result = await runScript(ask, ['--quiet', 'Where is order 1042?'], {
       env,
-      cwd: cwd && script(`../../${cwd}`),
+      cwd: cwd && script(`../../../${cwd}`),
     });
     const command = cwd ? setup.replace(`${cwd}/`, '') : setup;
     expect(result.stderr).toContain(

@@ -1,13 +1,13 @@
-// A database that freezes at any moment of a question (issue #35), the save above all: the process still
+// Going further: a database that freezes at any moment of a question, the save above all: the process still
 // ends, in one line that says whether the step may have been saved, on the full Nimbus and the core.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dbSettings } from '../../shared/config.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { startPausableProxy } from '../../shared/testing/pausable-proxy.ts';
-import { collect, startScript } from '../../shared/testing/run-script.ts';
-import { ensureFullDatabase } from '../going-further/store/ensure-tables.ts';
+import { dbSettings } from '../../../shared/config.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
+import { startPausableProxy } from '../../../shared/testing/pausable-proxy.ts';
+import { collect, startScript } from '../../../shared/testing/run-script.ts';
+import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
 const script = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const ANSWER = 'Order 1042 has shipped.';
@@ -85,14 +85,14 @@ function momentsOf(history: RegExp, lease: boolean): Moment[] {
 const PROGRAMS = [
   {
     name: 'the full Nimbus',
-    ask: script('../going-further/ask.ts'),
-    chat: script('../going-further/chat.ts'),
+    ask: script('../ask.ts'),
+    chat: script('../chat.ts'),
     moments: momentsOf(/^SELECT seq, role/, true),
   },
   {
     name: "the chapter's core",
-    ask: script('../ask.ts'),
-    chat: script('../chat.ts'),
+    ask: script('../../ask.ts'),
+    chat: script('../../chat.ts'),
     moments: momentsOf(/^SELECT data FROM messages/, false),
   },
 ];
