@@ -19,13 +19,12 @@ interface Server extends DbServer {
 }
 
 let servers: Server[] | undefined;
-/** Where this process's database settings come from, and those settings once read. */
+/** Where this process's database settings come from: the entry script's (useDatabase), else the environment. */
 let source: () => DbSettings = () => dbSettings();
-let inUse: DbSettings | undefined;
 
-/** The settings of the database in use: the entry script's (useDatabase), read when first needed. */
+/** The settings of the database in use, read each time they are needed (as cheap as reading a few variables). */
 export function databaseSettings(): DbSettings {
-  return (inUse ??= source());
+  return source();
 }
 
 /**
@@ -426,7 +425,6 @@ async function checked(connection: PoolConnection, server: Server, waitMs: numbe
 export async function closePool(): Promise<void> {
   const closing = servers?.flatMap((server) => (server.pool ? [server.pool] : [])) ?? [];
   servers = undefined;
-  inUse = undefined; // read again when next needed
   const ended = Promise.all(closing.map((pool) => pool.end().catch(() => {})));
   await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
   for (const connection of opened) connection.destroy();

@@ -53,9 +53,14 @@ describe('broken connections', () => {
   });
 });
 
+/** The test counter, whatever the tests before this one added to it. */
+const counter = async () =>
+  (await query<Array<{ n: number }>>('SELECT n FROM counters WHERE id = 1'))[0].n;
+
 describe('transactions that collide', () => {
   it('are tried again after a lock wait timeout (1205)', async () => {
     const holder = await mysql.createConnection({ ...connectionOptions(), database: db.name });
+    const before = await counter();
     try {
       await holder.query('START TRANSACTION');
       await holder.query('SELECT n FROM counters WHERE id = 1 FOR UPDATE'); // past the lock wait
@@ -66,7 +71,7 @@ describe('transactions that collide', () => {
         await connection.query('UPDATE counters SET n = n + 1 WHERE id = 1'); // first: 1205
       });
       expect(tries).toBe(2);
-      expect(await query('SELECT n FROM counters WHERE id = 1')).toEqual([{ n: 1 }]);
+      expect(await counter()).toBe(before + 1);
     } finally {
       await holder.end();
     }
@@ -97,10 +102,11 @@ describe('a cluster node that stalls', () => {
     await closePool();
     try {
       await query('SELECT 1'); // a connection to the first node waits in the pool
+      const before = await counter();
       first.freeze();
       // Sent to the first node, it would wait 30 s and fail; checked, it goes to the second.
       await query('UPDATE counters SET n = n + 100 WHERE id = 1');
-      expect(await query('SELECT n FROM counters WHERE id = 1')).toEqual([{ n: 111 }]);
+      expect(await counter()).toBe(before + 100);
     } finally {
       delete process.env.DB_HOSTS;
       delete process.env.DB_TIMEOUT_SECONDS;

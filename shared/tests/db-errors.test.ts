@@ -1,6 +1,7 @@
 // The driver's connection errors become one sentence that names what to check.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DatabaseError, explainDatabaseError } from '../db.ts';
+import { dbSettings, type DbSettings } from '../config.ts';
+import { DatabaseError, explainDatabaseError, useDatabase } from '../db.ts';
 import { isRetryable } from '../db-errors.ts';
 
 const driverError = (code: string) => Object.assign(new Error(`driver says ${code}`), { code });
@@ -8,17 +9,14 @@ const driverError = (code: string) => Object.assign(new Error(`driver says ${cod
 const serverError = (code: string, message: string) =>
   Object.assign(new Error(message), { code, errno: 1000, sqlState: '42S22' });
 
+/** The errors name the database in use: this one, handed in as an entry script would. */
 const SET = { DB_HOST: '127.0.0.1', DB_PORT: '3407', DB_NAME: 'nimbus' };
-let saved: Record<string, string | undefined>;
-beforeEach(() => {
-  saved = Object.fromEntries(Object.keys(SET).map((name) => [name, process.env[name]]));
-  Object.assign(process.env, SET);
+let previous: () => DbSettings;
+beforeEach(async () => {
+  previous = await useDatabase(() => dbSettings({ ...process.env, ...SET }));
 });
-afterEach(() => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+afterEach(async () => {
+  await useDatabase(previous);
 });
 
 describe('explainDatabaseError', () => {

@@ -33,7 +33,9 @@ loop (lease, hardened store, tools) with a fake model that takes --pace ms per c
 the answer). Prints turns per second, the median and 95th percentile of loading the context and of
 saving a step, the questions that had to wait for a lease, and errors. --spread runs one process per
 server in DB_HOSTS, each preferring its own node (writers spread), instead of one process for all.
-The scratch database is dropped at the end.`;
+--cut-connections=<ms> kills one of the run's database connections every <ms> ms (as a restart or a
+network blip would) and then counts the turns answered, stored, lost and stored twice, and each
+process's memory before and after. The scratch database is dropped at the end.`;
 
 /** What one process measured: durations in milliseconds. */
 interface Measured {
@@ -44,6 +46,9 @@ interface Measured {
   saves: number[];
   lockWaits: number;
   errors: string[];
+  /** The worker's resident memory, MB, before the first question and after the last. */
+  rss: [before: number, after: number];
+  conversations: string[];
 }
 
 await runMain(async () => {
@@ -53,6 +58,7 @@ await runMain(async () => {
       turns: { type: 'string', default: '4' },
       pace: { type: 'string', default: '300' },
       spread: { type: 'boolean' },
+      'cut-connections': { type: 'string' },
       json: { type: 'boolean' },
       worker: { type: 'string' }, // internal: this process is one of --spread's
     },
@@ -76,6 +82,10 @@ await runMain(async () => {
     return worker(whole(values.worker, '--worker'), turns, options);
   }
   const sizes = values.customers.split(',').map((k) => whole(k, '--customers'));
+  const cutEvery =
+    values['cut-connections'] === undefined
+      ? undefined
+      : whole(values['cut-connections'], '--cut-connections');
   const settings = dbSettings();
   const processes = values.spread ? settings.servers.length : 1;
   if (values.spread && processes < 2)
@@ -95,12 +105,16 @@ await runMain(async () => {
       log(
         `${k} customer${k === 1 ? '' : 's'} at once, ${processes} process${processes === 1 ? '' : 'es'}…`,
       );
+      const cutting = cutEvery === undefined ? undefined : cutConnections(database, cutEvery);
       const parts = await Promise.all(
         Array.from({ length: processes }, (_, p) =>
           runWorker(share(k, processes, p), { turns, pace }, rotated(settings.servers, p), env),
         ),
-      );
-      results.push(summary(k, parts));
+      ).finally(() => cutting?.stop());
+      results.push({
+        ...summary(k, parts),
+        ...(cutting && (await storedOnce(database, parts, await cutting.stop()))),
+      });
     }
   } finally {
     await closePool();
@@ -155,6 +169,8 @@ function runWorker(
       saves: [],
       lockWaits: 0,
       errors: [],
+      rss: [0, 0],
+      conversations: [],
     });
   const script = fileURLToPath(import.meta.url);
   const hosts = servers.map((s) => `${s.host}:${s.port}`).join(',');
@@ -191,6 +207,8 @@ async function worker(
     saves: [],
     lockWaits: 0,
     errors: [],
+    rss: [megabytes(process.memoryUsage().rss), 0],
+    conversations: [],
   };
   const store = timed(hardenedStore(DEFAULT_BUDGET), measured);
   const options: AgentOptions = { ...agent, store, ...leaseFence };
@@ -200,6 +218,7 @@ async function worker(
       // The sample store's customers, in turn: several conversations of one customer are fine.
       const customer = { id: (i % 8) + 1, name: `Customer ${(i % 8) + 1}`, email: '' };
       const conversation = newConversation(customer.id);
+      measured.conversations.push(conversation.id);
       for (let t = 0; t < turns; t++) {
         try {
           const onWait = () => measured.lockWaits++;
@@ -217,6 +236,7 @@ async function worker(
     }),
   );
   measured.seconds = (performance.now() - started) / 1000;
+  measured.rss[1] = megabytes(process.memoryUsage().rss);
   await closePool();
   console.log(JSON.stringify(measured));
 }
@@ -261,7 +281,7 @@ function summary(customers: number, parts: Measured[]) {
 }
 
 function printTable(
-  results: ReturnType<typeof summary>[],
+  results: Array<ReturnType<typeof summary> & Partial<Awaited<ReturnType<typeof storedOnce>>>>,
   run: { pace: number; turns: number; processes: number; servers: number },
 ): void {
   const where = run.servers > 1 ? `a cluster of ${run.servers}` : 'one server';
@@ -278,6 +298,21 @@ function printTable(
     console.log(
       `| ${r.customers} | ${r.turns_per_second} | ${r.load_ms_p50} ms | ${r.load_ms_p95} ms | ${r.save_ms_p50} ms | ${r.save_ms_p95} ms | ${r.lock_waits} | ${r.errors} |`,
     );
+  const cut = results.filter((r) => 'killed' in r) as Array<
+    Awaited<ReturnType<typeof storedOnce>> & { customers: number }
+  >;
+  if (cut.length) {
+    console.log(
+      '\n| customers | connections killed | answered | stored | lost | stored twice | memory (MB) before → after |',
+    );
+    console.log(
+      '| --------: | -----------------: | -------: | -----: | ---: | -----------: | -------------------------- |',
+    );
+    for (const r of cut)
+      console.log(
+        `| ${r.customers} | ${r.killed} | ${r.answered} | ${r.stored} | ${r.lost} | ${r.doubled} | ${r.rss_mb} |`,
+      );
+  }
   const failed = results.find((r) => r.first_error);
   if (failed)
     console.log(`\nFirst error (${failed.customers} customers): ${printable(failed.first_error!)}`);
@@ -318,4 +353,63 @@ function percentile(sorted: number[], p: number): number {
 
 function round(value: number): number {
   return Math.round(value * 100) / 100;
+}
+
+function megabytes(bytes: number): number {
+  return Math.round(bytes / 1e5) / 10;
+}
+
+/**
+ * Kills one of the run's connections to `database` every `ms` ms (KILL, as a restart or a network blip
+ * ends a session), from a connection of its own; stop() ends it and says how many it killed.
+ */
+function cutConnections(database: string, ms: number): { stop: () => Promise<number> } {
+  let killed = 0;
+  let stopped = false;
+  const admin = mysql.createConnection(connectionOptions());
+  const timer = setInterval(async () => {
+    const db = await admin;
+    const [rows] = await db.query<mysql.RowDataPacket[]>(
+      'SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
+      [database],
+    );
+    const victim = rows[Math.floor(Math.random() * rows.length)];
+    if (!victim || stopped) return;
+    await db.query('KILL ?', [victim.id]).then(
+      () => killed++,
+      () => {},
+    );
+  }, ms);
+  return {
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await (await admin).end().catch(() => {});
+      return killed;
+    },
+  };
+}
+
+/** What the database holds after a run with cut connections: each question is stored once, or is lost. */
+async function storedOnce(database: string, parts: Measured[], killed: number) {
+  const admin = await mysql.createConnection({ ...connectionOptions(), database });
+  try {
+    const [rows] = await admin.query<mysql.RowDataPacket[]>(
+      `SELECT COUNT(*) AS questions, COUNT(DISTINCT conversation_id, CAST(data AS CHAR)) AS distinct_questions
+         FROM messages WHERE role = 'user' AND conversation_id IN (?)`,
+      [parts.flatMap((m) => m.conversations)],
+    );
+    const answered = parts.reduce((sum, m) => sum + m.turns, 0);
+    const stored = Number(rows[0].distinct_questions);
+    return {
+      killed,
+      answered,
+      stored,
+      lost: Math.max(0, answered - stored),
+      doubled: Number(rows[0].questions) - stored,
+      rss_mb: parts.map((m) => `${m.rss[0]} → ${m.rss[1]}`).join(', '),
+    };
+  } finally {
+    await admin.end();
+  }
 }
