@@ -30,7 +30,7 @@ interface Moment {
 }
 
 /** The model's replies for a moment: the answer, after a tool call if the freeze lands in a tool. */
-function scriptReplies(moment: Moment): void {
+function scriptReplies(fake: FakeProvider, moment: Moment): void {
   const lookUp = { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
   if (moment.answered) fake.reply(...(moment.tool ? [lookUp] : []), { text: ANSWER });
 }
@@ -97,44 +97,43 @@ const PROGRAMS = [
   },
 ];
 
-let fake: FakeProvider;
 let db: ScratchDatabase;
 
 beforeAll(async () => {
-  fake = await startFakeProvider();
   db = await createScratchDatabase();
-  await ensureFullDatabase(() => {}, fake.llm('gemini'));
+  await ensureFullDatabase(() => {});
 });
-afterAll(async () => {
-  await fake.close();
-  await db.drop();
-});
+afterAll(() => db.drop());
 
 /**
- * A proxy of its own for each run, that freezes on `statements` and never thaws while the program
- * runs: the program must end by itself. Returns the environment that points a program at it.
+ * A proxy and a model of its own for each run (the runs go side by side), the proxy freezing on
+ * `statements` and never thawing while the program runs: the program must end by itself. Returns the
+ * environment that points a program at both, and what closes them.
  */
-async function freezingOn(statements: RegExp[]) {
+async function freezingOn(moment: Moment) {
   const { host, port } = dbSettings();
   const proxy = await startPausableProxy(host, port);
+  const fake = await startFakeProvider();
+  scriptReplies(fake, moment);
+  const close = () => Promise.all([proxy.close(), fake.close()]);
   const env = {
     ...fake.env('gemini'),
     DB_NAME: db.name,
     DB_PORT: String(proxy.port),
     DB_TIMEOUT_SECONDS: '1', // the shortest limit there is
   };
-  return { proxy, env, frozen: proxy.freezeOn(...statements) };
+  return { close, env, frozen: proxy.freezeOn(...moment.statements) };
 }
 
-describe.each(PROGRAMS)(
+// Each run waits for its own frozen statements to time out: side by side, the file takes seconds, not a minute.
+describe.concurrent.each(PROGRAMS)(
   'a database frozen during a question to $name',
   ({ ask, chat, moments }) => {
     it.each(moments)('ask.ts ends when the freeze lands on $name', async (moment) => {
-      const { proxy, env, frozen } = await freezingOn(moment.statements);
-      scriptReplies(moment);
+      const { close, env, frozen } = await freezingOn(moment);
       const result = await collect(startScript(ask, ['--quiet', 'Where is order 1042?'], { env }));
       await frozen; // it did land there
-      await proxy.close();
+      await close();
       if (moment.answered) expect(result.stdout).toContain(ANSWER);
       else expect(result.stdout).toBe('');
       if (moment.says) expect(result.stderr).toMatch(moment.says);
@@ -144,15 +143,14 @@ describe.each(PROGRAMS)(
     });
 
     it.each(moments)("the chat's exit exits when the freeze lands on $name", async (moment) => {
-      const { proxy, env, frozen } = await freezingOn(moment.statements);
-      scriptReplies(moment);
+      const { close, env, frozen } = await freezingOn(moment);
       const child = startScript(chat, ['--quiet'], { env });
       const done = collect(child);
       child.stdin.write('Where is order 1042?\n');
       await frozen;
       child.stdin.write('exit\n'); // read once the question has ended, however it ends
       const result = await done;
-      await proxy.close();
+      await close();
       if (moment.answered) expect(result.stdout).toContain(ANSWER);
       if (moment.says) expect(result.stderr).toMatch(moment.says);
       expect(result.stdout).toMatch(/\nBye!/);
