@@ -15,7 +15,7 @@ import { printable } from '../../shared/text.ts';
 import { memoryBudget } from '../context.ts';
 import { runAgent, type AgentResult } from '../agent.ts';
 import { describeIndexStatus, indexStatus } from '../embedding-index.ts';
-import { findConversation, newConversation } from '../memory.ts';
+import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn } from '../session.ts';
 import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
 import { storeAndTools } from './question/agent-options.ts';
@@ -75,13 +75,18 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const callModel = withCallLimits(chatWithTools, maxToolCalls); // what one question's replies may ask
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent), callModel };
   const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
+  // Ctrl-C stops the question where it is: the steps it finished are saved, and the follow-up names them.
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
+  process.once('SIGINT', interrupt);
+  const signal = stop.signal;
   const result = await withConversationLock(
     conversation,
-    () => runAgent(question, customer, conversation, options),
-    { onWait },
-  );
+    () => runAgent(question, customer, conversation, { ...options, signal }),
+    { onWait, signal },
+  ).finally(() => process.off('SIGINT', interrupt));
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  return report(io, result, conversation.id, as);
+  return report(io, result, conversation, as);
 }
 
 /**
@@ -89,14 +94,15 @@ export async function main(io: ScriptIo): Promise<number | void> {
  * --customer it was asked as: a conversation continues only as its customer). Returns the exit code:
  * a fallback apology is printed for the customer, but scripts should see that something failed.
  */
-function report(io: ScriptIo, result: AgentResult, conversationId: string, as: string): number {
-  io.log(printable(result.answer));
+function report(io: ScriptIo, result: AgentResult, conversation: Conversation, as: string): number {
+  const conversationId = conversation.id;
+  if (result.outcome !== 'cancelled') io.log(printable(result.answer));
   const tokens = result.usage.input_tokens + result.usage.output_tokens;
   const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
   io.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, io.stderr));
   if (result.outcome === 'refused') io.error(printable(result.problem ?? ''));
   if (result.saveError) io.error(`${printable(result.saveError)}`);
-  else {
+  else if (conversation.saved) {
     const followUp = commandFor(
       import.meta.url,
       `--conversation=${conversationId}${as} "What about my other order?"`,
@@ -104,6 +110,7 @@ function report(io: ScriptIo, result: AgentResult, conversationId: string, as: s
     );
     io.error(printable(`Conversation ${conversationId}: ask a follow-up with ${followUp}`));
   }
+  if (result.outcome === 'cancelled') return 130; // as a shell reports Ctrl-C
   return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
 }
 
