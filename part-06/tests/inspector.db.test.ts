@@ -1,12 +1,12 @@
 // show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens; going further's viewer adds the exact JSON and a full export.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDatabase } from '../setup-database.ts';
-import type { Message } from '../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { buildContext, memoryBudget, type MemoryBudget, DEFAULT_BUDGET } from '../context.ts';
 import { contextView, storedView } from '../conversation-view.ts';
-import { loadMessages, newConversation, saveMessages, type MessageToSave } from '../memory.ts';
+import { loadMessages } from '../memory.ts';
 import { describeConversation } from '../stored-conversations.ts';
+import { conversation, expected, rowsOf, turn } from './context-rows.ts';
 
 let db: ScratchDatabase;
 
@@ -16,34 +16,6 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 
-/** A turn of a question, one tool step and an answer, `size` characters of question; each model call reports tokens. */
-function turn(n: number, size = 40): MessageToSave[] {
-  const id = `call_${n}`;
-  return [
-    { message: { role: 'user', content: `Question ${n} ${'q'.repeat(size)}` } },
-    {
-      message: {
-        role: 'assistant',
-        content: '',
-        tool_calls: [{ id, name: 'get_order_status', arguments: { order_id: 1042 } }],
-      },
-      cost: { input_tokens: 1000 + n, output_tokens: 10 },
-    },
-    {
-      message: {
-        role: 'tool',
-        tool_call_id: id,
-        name: 'get_order_status',
-        content: '{"status":"shipped"}',
-      },
-    },
-    {
-      message: { role: 'assistant', content: `Answer ${n}.` },
-      cost: { input_tokens: 1100 + n, output_tokens: 20 },
-    },
-  ];
-}
-
 /** What `show-conversation <id> --context` prints under `budget` (the script only adds the flags). */
 async function shownContext(id: string, budget: MemoryBudget = DEFAULT_BUDGET): Promise<string> {
   return contextView(id, buildContext(await loadMessages(id), budget)).join('\n');
@@ -52,47 +24,6 @@ async function shownContext(id: string, budget: MemoryBudget = DEFAULT_BUDGET): 
 /** What the core's `show-conversation <id>` prints: the stored messages, turn by turn. */
 async function shownStored(id: string): Promise<string> {
   return storedView((await describeConversation(id))!, await loadMessages(id)).join('\n');
-}
-
-async function conversation(...steps: MessageToSave[][]): Promise<string> {
-  const c = newConversation(1);
-  for (const step of steps) await saveMessages(c, step);
-  return c.id;
-}
-
-/** The table rows of `--context`: turn number, fate, stored, sent, total (undefined when dropped). */
-function rowsOf(stdout: string) {
-  return [
-    ...stdout.matchAll(
-      /^ +(\d+) {2}(full|compacted|dropped) +([\d,]+) +([\d,]+) +([\d,—]+) {2}(.*)$/gm,
-    ),
-  ].map((m) => ({
-    turn: Number(m[1]),
-    fate: m[2],
-    stored: Number(m[3].replace(/,/g, '')),
-    sent: Number(m[4].replace(/,/g, '')),
-    total: m[5] === '—' ? undefined : Number(m[5].replace(/,/g, '')),
-    question: m[6],
-  }));
-}
-
-/** What the view must say, computed with buildContext itself. */
-function expected(messages: Message[], budget: MemoryBudget) {
-  const context = buildContext(messages, budget);
-  let total = 1; // the brackets around the list of turns
-  return {
-    context,
-    rows: context.turns.map((t, i) => {
-      if (t.fate !== 'dropped') total += t.sentChars;
-      return {
-        turn: i + 1,
-        fate: t.fate,
-        stored: t.storedChars,
-        sent: t.sentChars,
-        total: t.fate === 'dropped' ? undefined : total,
-      };
-    }),
-  };
 }
 
 describe('show-conversation --context, turn by turn', () => {
