@@ -123,7 +123,7 @@ export async function startCluster(
   try {
     await waitUntilSynced(info, info.nodes, () => count);
   } catch (error) {
-    for (const node of info.nodes) signal(node, 'SIGKILL'); // a half-started cluster is of no use
+    signalAll(info.nodes, 'SIGKILL'); // a half-started cluster is of no use
     throw error;
   }
   log(`All ${count} nodes Synced in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
@@ -164,10 +164,8 @@ export async function stopCluster(dir: string): Promise<StopReport> {
   const release = takeNodeLocks(info, info.nodes);
   try {
     const running = runningNodes(info);
-    for (const node of running) signal(node, 'SIGTERM');
-    const stubborn = await waitForExit(running, STOP_LIMIT_MS);
-    for (const node of stubborn) signal(node, 'SIGKILL');
-    await waitForExit(stubborn, 10_000);
+    const stubborn = await waitForExit(signalAll(running, 'SIGTERM'), STOP_LIMIT_MS);
+    await waitForExit(signalAll(stubborn, 'SIGKILL'), 10_000);
     // Every node checked again, not only those seen at first: one started meanwhile keeps its data.
     const survivor = info.nodes.find((node) => nodeProcesses(node).length);
     if (survivor)
@@ -190,8 +188,7 @@ export async function stopCluster(dir: string): Promise<StopReport> {
 export async function killNode(dir: string, node: number): Promise<void> {
   const target = nodeOf(readClusterOrFail(dir), node);
   if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
-  signal(target, 'SIGKILL');
-  if ((await waitForExit([target], 10_000)).length)
+  if ((await waitForExit(signalAll([target], 'SIGKILL'), 10_000)).length)
     throw new ClusterError(
       `Node ${node} (pid ${nodeProcesses(target)[0]}) is still running after SIGKILL.`,
     );
@@ -548,7 +545,8 @@ function transferIn(log: string): Rejoin['transfer'] {
  * The processes using this node's datadir (its mariadbd, or a --wsrep-recover run), looked up in /proc
  * each time rather than remembered: a pid written down goes stale when the node dies or another
  * command restarts it, and after a reboot it may belong to another program, which we must never
- * signal. A zombie's command line is empty, so a crashed child not yet reaped counts as gone.
+ * signal. A dying process's command line is empty, so it is no longer found here: waitForExit
+ * follows it until its last thread has ended.
  */
 function nodeProcesses(node: ClusterNode): number[] {
   const wanted = `--datadir=${node.datadir}`;
@@ -571,15 +569,21 @@ function isNodeRunning(node: ClusterNode): boolean {
   return nodeProcesses(node).length > 0;
 }
 
-/** Sends `name` to every process using the node's datadir (one may just have exited). */
-function signal(node: ClusterNode, name: NodeJS.Signals): void {
-  for (const pid of nodeProcesses(node)) {
-    try {
-      process.kill(pid, name);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+/** Sends `name` to every process using each node's datadir (one may just have exited); returns their pids. */
+function signalAll(nodes: ClusterNode[], name: NodeJS.Signals): Map<ClusterNode, number[]> {
+  const signalled = new Map<ClusterNode, number[]>();
+  for (const node of nodes) {
+    const pids = nodeProcesses(node);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, name);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
     }
+    signalled.set(node, pids);
   }
+  return signalled;
 }
 
 function runningNodes(info: ClusterInfo): ClusterNode[] {
@@ -645,15 +649,36 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Waits until every node has exited; returns those still running after `limitMs`. */
-async function waitForExit(nodes: ClusterNode[], limitMs: number): Promise<ClusterNode[]> {
+/**
+ * Waits until every signalled node has exited; returns those still running after `limitMs`. A
+ * killed node's command line empties as soon as its main thread lets go of its memory, while its
+ * other threads may still hold the datadir's files and locks (a recovery started then cannot lock
+ * ibdata1): so each pid signalled is followed until it has no thread left.
+ */
+async function waitForExit(
+  signalled: Map<ClusterNode, number[]>,
+  limitMs: number,
+): Promise<ClusterNode[]> {
   const deadline = Date.now() + limitMs;
-  let alive = nodes.filter(isNodeRunning);
+  const stillRunning = (node: ClusterNode) =>
+    isNodeRunning(node) || signalled.get(node)!.some((pid) => !hasExited(pid));
+  let alive = [...signalled.keys()].filter(stillRunning);
   while (alive.length && Date.now() < deadline) {
     await sleep(100);
-    alive = alive.filter(isNodeRunning);
+    alive = alive.filter(stillRunning);
   }
   return alive;
+}
+
+/** Gone from /proc, or a zombie whose every thread has ended (its files closed, its locks let go). */
+function hasExited(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2)[0];
+    return state === 'Z' && fs.readdirSync(`/proc/${pid}/task`).length <= 1;
+  } catch {
+    return true; // reaped meanwhile
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
