@@ -94,7 +94,9 @@ async function answer(io: ScriptIo, answering: Promise<AgentResult>): Promise<vo
   try {
     const result = await answering;
     if (result.outcome === 'cancelled')
-      io.log(dim('(Cancelled. Steps finished before Ctrl-C are saved; the one under way is not.)'));
+      io.log(
+        dim('(Cancelled. What Nimbus had already done is saved; the reply it was writing is not.)'),
+      );
     else io.log(`Nimbus: ${printable(result.answer)}\n`);
     if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
     if (result.saveError) io.error(`${printable(result.saveError)}\n`);

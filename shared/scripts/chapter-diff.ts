@@ -157,7 +157,7 @@ function readPart(folder: string): Map<string, string> {
 
 /** What explains the code rather than being the code; shown only with --all. */
 function isExtra(file: string): boolean {
-  return file.endsWith('.md') || file.startsWith('tests/') || file === 'scenarios.json';
+  return file.endsWith('.md') || /(^|\/)tests\//.test(file) || file === 'scenarios.json';
 }
 
 /** Scripts a learner runs (`runMain(…)` at the top level) read best after everything they use. */

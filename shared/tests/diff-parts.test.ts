@@ -19,7 +19,7 @@ const folder = (part: number) => `part-${String(part).padStart(2, '0')}`;
 const source = (part: number, file: string) =>
   readFileSync(path.join(ROOT_DIR, folder(part), file), 'utf8');
 const isExtra = (file: string) =>
-  file === 'README.md' || file === 'scenarios.json' || file.startsWith('tests/');
+  file === 'README.md' || file === 'scenarios.json' || /(^|\/)tests\//.test(file);
 
 /**
  * The diff of one file: everything from its `--- part-NN/file` line (`--- /dev/null` when the file is new)
@@ -209,6 +209,7 @@ describe('chapterDiff', () => {
     expect(extras.every(isExtra)).toBe(true);
     expect(extras).toEqual(expect.arrayContaining(['README.md', 'scenarios.json']));
     expect(extras.some((file) => file.startsWith('tests/'))).toBe(true);
+    expect(extras.some((file) => file.startsWith('going-further/tests/'))).toBe(true); // every tests/ folder
     expect(all.text).toContain('+++ part-06/README.md\n');
   });
 
