@@ -11,7 +11,7 @@ import { databaseProblem } from './shared/testing/database.ts';
 const problem = await databaseProblem();
 const exclude = ['**/node_modules/**'];
 if (problem) {
-  const { host, port } = dbSettings();
+  const { host, port } = dbSettings(process.env);
   const message = `MySQL is not reachable at ${host}:${port} (${problem})`;
   if (process.env.CI === 'true' || process.env.REQUIRE_DB === '1') {
     throw new Error(

@@ -19,7 +19,7 @@ export interface MemoryBudget {
 export const DEFAULT_BUDGET: MemoryBudget = { maxChars: 12_000, recentTurns: 2 };
 
 /** The budget unless MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env say otherwise: read by entry scripts. */
-export function memoryBudget(env?: Env): MemoryBudget {
+export function memoryBudget(env: Env): MemoryBudget {
   return {
     maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_BUDGET.maxChars, 1, { env }),
     recentTurns: integerSetting('MEMORY_RECENT_TURNS', DEFAULT_BUDGET.recentTurns, 1, { env }),

@@ -5,7 +5,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { inspect, parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, dbSettings } from './config.ts';
-import { DatabaseError, useDatabase } from './db.ts';
+import { Database, DatabaseError, withDatabase } from './db.ts';
 import { ProviderError } from './llm/errors.ts';
 import { printable } from './text.ts';
 
@@ -195,13 +195,13 @@ export async function runMain(main: Main, usage: Usage): Promise<void> {
 /** Runs main with these streams and settings, and returns its exit code: runMain's work, callable in-process. */
 export async function runWith(main: Main, usage: Usage, io: ScriptIo): Promise<number> {
   // The database this script uses is the one its own settings name, read when first needed.
-  const previous = await useDatabase(() => dbSettings(io.env));
+  const database = new Database(() => dbSettings(io.env));
   try {
-    return (await main(io)) ?? 0;
+    return (await withDatabase(database, () => main(io))) ?? 0;
   } catch (error) {
     return reportError(error, typeof usage === 'string' ? usage : usage(io), io);
   } finally {
-    await useDatabase(previous); // closes the pool, so a process can end
+    await database.close(); // so a process can end
   }
 }
 

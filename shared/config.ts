@@ -74,7 +74,7 @@ function providerName(env: Env): ProviderName {
  * The chosen provider's settings; throws a ConfigError naming the variable to fix. Entry scripts call
  * it once at start and pass the result down, so a bad value is said before anything else happens.
  */
-export function llmSettings(env: Env = process.env): LlmSettings {
+export function llmSettings(env: Env): LlmSettings {
   // LLM_TIMEOUT_SECONDS: 120 s by default; raise it for a slow local model.
   const timeoutMs = integerSetting('LLM_TIMEOUT_SECONDS', 120, 1, { max: 86_400, env }) * 1000;
   if (providerName(env) === 'gemini') {
@@ -125,7 +125,7 @@ export function llmSettings(env: Env = process.env): LlmSettings {
  * For scripts that also do their job without a model (setup, ingest): the provider's settings, or the
  * ConfigError saying what is missing, to report instead of stopping.
  */
-export function llmSettingsOrError(env: Env = process.env): LlmSettings | ConfigError {
+export function llmSettingsOrError(env: Env): LlmSettings | ConfigError {
   try {
     return llmSettings(env);
   } catch (error) {
@@ -135,7 +135,7 @@ export function llmSettingsOrError(env: Env = process.env): LlmSettings | Config
 }
 
 /** The signed-in customer's email (CUSTOMER_EMAIL), if set: a terminal has no login, so configuration says who it is. */
-export function customerEmail(env: Env = process.env): string | undefined {
+export function customerEmail(env: Env): string | undefined {
   return read('CUSTOMER_EMAIL', env);
 }
 
@@ -147,7 +147,7 @@ export function integerSetting(
   name: string,
   fallback: number,
   min: number,
-  { max = 1_000_000_000, env = process.env }: { max?: number; env?: Env } = {},
+  { max = 1_000_000_000, env }: { max?: number; env: Env },
 ): number {
   const value = read(name, env);
   if (value === undefined) return fallback;
@@ -194,7 +194,7 @@ export interface DbSettings {
   poolSize: number;
 }
 
-export function dbSettings(env: Env = process.env): DbSettings {
+export function dbSettings(env: Env): DbSettings {
   const port = Number(read('DB_PORT', env) ?? '3306');
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new ConfigError(
@@ -239,7 +239,7 @@ function serverList(value: string): DbServer[] {
 }
 
 /** Where traces are written: logs/ at the repo root unless LOG_DIR says otherwise. */
-export function logDir(env: Env = process.env): string {
+export function logDir(env: Env): string {
   return path.resolve(ROOT_DIR, read('LOG_DIR', env) ?? 'logs');
 }
 
@@ -247,7 +247,7 @@ export function logDir(env: Env = process.env): string {
  * Creates the trace folder and proves it can be written to, so a bad LOG_DIR (a file, a read-only or
  * special path) is one clear sentence at start instead of a failure in the middle of an answer.
  */
-export function ensureLogDir(env: Env = process.env): string {
+export function ensureLogDir(env: Env): string {
   const dir = logDir(env);
   try {
     makeFolders(dir);

@@ -1,7 +1,8 @@
 // The database, for every part: a connection pool per server (one, or the nodes of a cluster), statements and transactions with every wait bounded and failures said in one sentence.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Socket } from 'node:net';
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
-import { dbSettings, type DbServer, type DbSettings } from './config.ts';
+import type { DbServer, DbSettings } from './config.ts';
 import {
   DatabaseError,
   explainDatabaseError as explainWith,
@@ -18,25 +19,80 @@ interface Server extends DbServer {
   skipUntil: number;
 }
 
-let servers: Server[] | undefined;
-/** Where this process's database settings come from: the entry script's (useDatabase), else the environment. */
-let source: () => DbSettings = () => dbSettings();
+/**
+ * One database Nimbus uses: the settings an entry script read for it, read once and only when first
+ * needed (a script that never queries never reads them), and a pool per server — one server, or the
+ * nodes of a cluster — opened on first use.
+ */
+export class Database {
+  readonly #read: () => DbSettings;
+  #settings?: DbSettings;
+  #servers?: Server[];
+  /** Every connection of the pools still open, so closing can end them even when a server does not answer. */
+  readonly opened = new Set<{ destroy(): void }>();
 
-/** The settings of the database in use, read each time they are needed (as cheap as reading a few variables). */
+  constructor(settings: DbSettings | (() => DbSettings)) {
+    this.#read = typeof settings === 'function' ? settings : () => settings;
+  }
+
+  get settings(): DbSettings {
+    return (this.#settings ??= this.#read());
+  }
+
+  get servers(): Server[] {
+    return (this.#servers ??= this.settings.servers.map((server) => ({ ...server, skipUntil: 0 })));
+  }
+
+  /**
+   * Closes the pools so the process can end (the next statement opens them again). A server that does
+   * not answer (frozen, or the network gone) never says goodbye: after CLOSE_WAIT_MS the connections
+   * are dropped without it.
+   */
+  async close(): Promise<void> {
+    const closing = this.#servers?.flatMap((server) => (server.pool ? [server.pool] : [])) ?? [];
+    this.#servers = undefined;
+    const ended = Promise.all(closing.map((pool) => pool.end().catch(() => {})));
+    const late = new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref());
+    await Promise.race([ended, late]);
+    for (const connection of this.opened) connection.destroy();
+    this.opened.clear();
+  }
+}
+
+// The database a script's code uses is the one its entry script handed down (withDatabase), found
+// from wherever that code runs: two scripts in one process, each with its own, never mix them.
+const handedDown = new AsyncLocalStorage<Database>();
+/** The database of code that runs outside any script: a test's scratch database (useDatabase). */
+let outside: Database | undefined;
+
+/** Runs fn with `database` as the one its queries, transactions and setup use: how an entry script hands it down. */
+export function withDatabase<T>(database: Database, fn: () => Promise<T>): Promise<T> {
+  return handedDown.run(database, fn);
+}
+
+function current(): Database {
+  const database = handedDown.getStore() ?? outside;
+  if (!database)
+    throw new Error('No database was handed in: run this code inside withDatabase (runMain does).');
+  return database;
+}
+
+/** The settings of the database in use. */
 export function databaseSettings(): DbSettings {
-  return source();
+  return current().settings;
 }
 
 /**
- * Points this process at a database, from now on: an entry script hands in the settings it read (a
- * function, so a script that never queries never reads them), a test its scratch database. The pools
- * of the one before are closed. Returns what was in use, to go back to.
+ * Points code that runs outside any script at a database: how a test moves between its scratch
+ * databases. The pools of the one before are closed. Returns its settings, to go back to.
  */
-export async function useDatabase(settings: () => DbSettings): Promise<() => DbSettings> {
-  await closePool();
-  const previous = source;
-  source = settings;
-  return previous;
+export async function useDatabase(
+  settings: DbSettings | (() => DbSettings) | undefined,
+): Promise<(() => DbSettings) | undefined> {
+  const previous = outside;
+  outside = settings && new Database(settings); // at once: code running meanwhile uses the new one
+  await previous?.close();
+  return previous && (() => previous.settings);
 }
 
 /** The driver's error as one sentence naming the server and the settings to check (other errors pass). */
@@ -44,11 +100,9 @@ export function explainDatabaseError(error: unknown): unknown {
   return explainWith(error, databaseSettings());
 }
 
-function notAnswered(what: string): DatabaseError {
-  return notAnsweredBy(what, databaseSettings());
+function notAnswered(what: string, database: Database): DatabaseError {
+  return notAnsweredBy(what, database.settings);
 }
-/** Every connection of the pools still open, so closing can end them even when a server does not answer. */
-const opened = new Set<{ destroy(): void }>();
 
 /** How long a statement waits for a row or table another session holds, before it fails (MySQL's default is 50 s, or a year for tables). */
 const LOCK_WAIT_SECONDS = 5;
@@ -96,14 +150,9 @@ function sessionSetup(settings: DbSettings): string[] {
   return settings.servers.length > 1 ? [bounded, 'SET SESSION wsrep_sync_wait = 1'] : [bounded];
 }
 
-function getServers(): Server[] {
-  servers ??= databaseSettings().servers.map((server) => ({ ...server, skipUntil: 0 }));
-  return servers;
-}
-
-function poolOf(server: Server): Pool {
+function poolOf(database: Database, server: Server): Pool {
   if (!server.pool) {
-    const settings = databaseSettings();
+    const { settings, opened } = database;
     server.pool = mysql.createPool({
       ...connectionOptions(settings, server),
       database: settings.database,
@@ -145,23 +194,24 @@ export async function connectToServer(): Promise<mysql.Connection> {
  * was sent) is tried again, on the next server if there is one; any other is said in one sentence.
  */
 export async function query<T = any>(sql: string, params: unknown[] = []): Promise<T> {
-  const { timeoutMs } = databaseSettings();
+  const database = current();
+  const { timeoutMs } = database.settings;
   const giveUpAt = Date.now() + timeoutMs;
   for (let attempt = 1; ; attempt++) {
-    const { connection, server } = await getConnection();
+    const { connection, server } = await getConnection(database);
     let abandoned = false;
     try {
       // Our own clock, not the driver's `timeout`: that one starts only when the statement is sent,
       // so a statement queued behind one a frozen server never answered would wait for ever.
       const [rows] = await unlessStopped(connection.query(sql, params), { timeoutMs }, () => {
         abandoned = true;
-        stopOnServer(connection, server); // never back to the pool with its statement still pending
+        stopOnServer(database, connection, server); // never back to the pool with its statement still pending
       });
       connection.release();
       return rows as T;
     } catch (error) {
-      if (abandoned) throw notAnswered('so the statement was given up');
-      drop(connection, server, error);
+      if (abandoned) throw notAnswered('so the statement was given up', database);
+      drop(database, connection, server, error);
       // A read that lost its connection did nothing either: it is read again.
       const readOnly = /^\s*SELECT\b/i.test(sql);
       if (tryAgain(attempt, giveUpAt) && isRetryable(error, { readOnly })) {
@@ -213,10 +263,11 @@ export function saveFailure(error: unknown, conversationId: string): string {
 export async function withTransaction<T>(
   fn: (connection: PoolConnection) => Promise<T>,
 ): Promise<T> {
-  const giveUpAt = Date.now() + databaseSettings().timeoutMs;
+  const database = current();
+  const giveUpAt = Date.now() + database.settings.timeoutMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await transaction(fn);
+      return await transaction(database, fn);
     } catch (error) {
       if (!tryAgain(attempt, giveUpAt) || !isRetryable(error, { readOnly: true }))
         throw explain(error);
@@ -240,14 +291,17 @@ function backOff(attempt: number): Promise<void> {
 }
 
 /** One try of a transaction. Errors before COMMIT mean nothing was written; errors after it are CommitUnknown. */
-async function transaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
-  const { timeoutMs } = databaseSettings();
-  const { connection, server } = await getConnection();
+async function transaction<T>(
+  database: Database,
+  fn: (connection: PoolConnection) => Promise<T>,
+): Promise<T> {
+  const { timeoutMs } = database.settings;
+  const { connection, server } = await getConnection(database);
   const state = { phase: 'work' as 'work' | 'commit' };
   let abandoned = false;
   const abandon = () => {
     abandoned = true;
-    stopOnServer(connection, server);
+    stopOnServer(database, connection, server);
   };
   const work = async () => {
     await connection.beginTransaction();
@@ -261,14 +315,14 @@ async function transaction<T>(fn: (connection: PoolConnection) => Promise<T>): P
     connection.release();
     return result;
   } catch (error) {
-    if (abandoned && state.phase === 'work') throw notAnswered('so nothing was written');
+    if (abandoned && state.phase === 'work') throw notAnswered('so nothing was written', database);
     if (abandoned || (state.phase === 'commit' && lostConnection(error))) {
       throw new CommitUnknown(
         `The answer to a COMMIT never came from MySQL at ${server.host}:${server.port}: it may have been saved or not.`,
       );
     }
     if (!lostConnection(error)) await connection.rollback().catch(() => {});
-    drop(connection, server, error);
+    drop(database, connection, server, error);
     throw error;
   }
 }
@@ -315,10 +369,10 @@ function unlessStopped<T>(
  * waiting on the server until the lock wait ends, so the server is told to end that session too
  * (as the mysql client does on Ctrl-C), which rolls back whatever it had not committed.
  */
-function stopOnServer(connection: PoolConnection, server: Server): void {
+function stopOnServer(database: Database, connection: PoolConnection, server: Server): void {
   const threadId = connection.threadId;
   connection.destroy();
-  void killOnServer(threadId, server);
+  void killOnServer(threadId, database.settings, server);
 }
 
 /**
@@ -326,9 +380,13 @@ function stopOnServer(connection: PoolConnection, server: Server): void {
  * the pool's: a frozen server leaves that connection stuck on the KILL, and the next statement handed
  * it would wait behind the KILL for as long as the server stays frozen.
  */
-async function killOnServer(threadId: number | null, server: DbServer): Promise<void> {
+async function killOnServer(
+  threadId: number | null,
+  settings: DbSettings,
+  server: DbServer,
+): Promise<void> {
   const options = {
-    ...connectionOptions(databaseSettings(), server),
+    ...connectionOptions(settings, server),
     connectTimeout: KILL_WAIT_MS,
   };
   try {
@@ -343,10 +401,10 @@ async function killOnServer(threadId: number | null, server: DbServer): Promise<
 }
 
 /** A connection whose statement failed: back to its pool if it still works; if not, destroyed, and a server that is not ready is passed over for a while. */
-function drop(connection: PoolConnection, server: Server, error: unknown): void {
+function drop(database: Database, connection: PoolConnection, server: Server, error: unknown) {
   if (lostConnection(error) || notReady(error)) connection.destroy();
   else connection.release();
-  if (notReady(error) || lostConnection(error)) skip(server);
+  if (notReady(error) || lostConnection(error)) skip(database, server);
 }
 
 /** A cluster node that is not part of the primary component (or not synced yet) answers 1047. */
@@ -354,8 +412,8 @@ function notReady(error: unknown): boolean {
   return (error as { errno?: number }).errno === 1047;
 }
 
-function skip(server: Server): void {
-  if ((servers?.length ?? 0) > 1) server.skipUntil = Date.now() + SKIP_MS;
+function skip(database: Database, server: Server): void {
+  if (database.servers.length > 1) server.skipUntil = Date.now() + SKIP_MS;
 }
 
 /**
@@ -363,10 +421,11 @@ function skip(server: Server): void {
  * the next that answers while it is down. The wait is bounded by our own clock: when every connection
  * is stuck on a server that stopped answering, a pool would queue us forever.
  */
-async function getConnection(): Promise<{ connection: PoolConnection; server: Server }> {
-  const { timeoutMs } = databaseSettings();
-  const deadline = Date.now() + timeoutMs;
-  const all = getServers();
+async function getConnection(
+  database: Database,
+): Promise<{ connection: PoolConnection; server: Server }> {
+  const deadline = Date.now() + database.settings.timeoutMs;
+  const all = database.servers;
   // Servers that failed a moment ago go last, not out: if all of them failed, all are tried again.
   const order = [...all].sort(
     (a, b) => Number(a.skipUntil > Date.now()) - Number(b.skipUntil > Date.now()),
@@ -376,30 +435,31 @@ async function getConnection(): Promise<{ connection: PoolConnection; server: Se
     const left = deadline - Date.now();
     if (left <= 0) break;
     const wait = order.length > 1 ? Math.min(left, SERVER_WAIT_MS) : left;
-    const pending = poolOf(server).getConnection();
+    const pending = poolOf(database, server).getConnection();
     const giveUp = () => {
       pending.then((late) => late.release()).catch(() => {}); // back to the pool if it comes after all
     };
     try {
       const connection = await unlessStopped(pending, { timeoutMs: wait }, giveUp);
-      if (order.length > 1) await checked(connection, server, wait);
+      if (order.length > 1) await checked(database, connection, server, wait);
       return { connection, server };
     } catch (error) {
       failure = error;
-      skip(server);
+      skip(database, server);
     }
   }
   // Our own clock ran out ("stopped"): every server was frozen or every connection busy.
   if (failure === undefined || (failure as Error).message === 'stopped')
     throw notAnswered(
       'so no connection to it was free (all DB_POOL_SIZE of them busy, or the server not answering)',
+      database,
     );
   throw explainDatabaseError(failure);
 }
 
-/** How many connections the pools hold open: never more than their size, however many broke. */
+/** How many connections the pools of the database in use hold open: never more than their size, however many broke. */
 export function openConnections(): number {
-  return opened.size;
+  return current().opened.size;
 }
 
 /**
@@ -407,10 +467,15 @@ export function openConnections(): number {
  * a ping first, given the failover time, so such a node costs SERVER_WAIT_MS before the next one is
  * tried, not DB_TIMEOUT_SECONDS for every statement sent to it.
  */
-async function checked(connection: PoolConnection, server: Server, waitMs: number): Promise<void> {
+async function checked(
+  database: Database,
+  connection: PoolConnection,
+  server: Server,
+  waitMs: number,
+): Promise<void> {
   try {
     await unlessStopped(connection.ping(), { timeoutMs: waitMs }, () =>
-      stopOnServer(connection, server),
+      stopOnServer(database, connection, server),
     );
   } catch (error) {
     connection.destroy();
@@ -418,15 +483,7 @@ async function checked(connection: PoolConnection, server: Server, waitMs: numbe
   }
 }
 
-/**
- * Closes the pools so the process can end. A server that does not answer (frozen, or the network gone)
- * never says goodbye: after CLOSE_WAIT_MS the connections are dropped without it.
- */
+/** Closes the pools of the database in use (see Database.close), if there is one. */
 export async function closePool(): Promise<void> {
-  const closing = servers?.flatMap((server) => (server.pool ? [server.pool] : [])) ?? [];
-  servers = undefined;
-  const ended = Promise.all(closing.map((pool) => pool.end().catch(() => {})));
-  await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
-  for (const connection of opened) connection.destroy();
-  opened.clear();
+  await (handedDown.getStore() ?? outside)?.close();
 }

@@ -74,8 +74,8 @@ export function displayPath(file: string, typedAt: TypedAt = thisProcess()): str
   return path.relative(learnerDir(typedAt), file);
 }
 
-/** npm runs package scripts in the repository root, but remembers where they were typed in INIT_CWD. */
-function learnerDir(typedAt: TypedAt): string {
+/** Where the learner typed the command: npm runs package scripts in the repository root, but remembers where in INIT_CWD. */
+export function learnerDir(typedAt: TypedAt): string {
   return (startedByNpm(typedAt) && typedAt.env.INIT_CWD) || typedAt.cwd;
 }
 

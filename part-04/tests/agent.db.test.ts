@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { logDir } from '../../shared/config.ts';
-import { closePool, query } from '../../shared/db.ts';
+import { dbSettings, logDir } from '../../shared/config.ts';
+import { query, useDatabase } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import {
@@ -53,7 +53,7 @@ function readTrace(file: string) {
 describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
   let options: AgentOptions;
   beforeEach(async () => {
-    options = { llm: fake.llm(provider), logDir: logDir(), quiet: true };
+    options = { llm: fake.llm(provider), logDir: logDir(process.env), quiet: true };
     fake.requests.length = 0;
     await query("UPDATE tickets SET status = 'closed'"); // each test opens its tickets afresh
   });
@@ -178,9 +178,8 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
       (view) => ({ text: `Sorry: ${result(view).error}` }),
     );
-    const port = process.env.DB_PORT;
-    await closePool();
-    process.env.DB_PORT = '9'; // nothing listens there: every query now fails
+    // Nothing listens on port 9: every query now fails.
+    const restore = await useDatabase(dbSettings({ ...process.env, DB_PORT: '9' }));
     try {
       const outcome = await runAgent('Where is 1042?', maya, options);
       expect(outcome.answer).toBe(
@@ -189,8 +188,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
       const event = readTrace(outcome.traceFile).find((e) => e.type === 'tool_result');
       expect(event.exception).toMatch(/^Cannot reach MySQL at .*:9/);
     } finally {
-      await closePool();
-      process.env.DB_PORT = port ?? '';
+      await useDatabase(restore);
     }
   });
 

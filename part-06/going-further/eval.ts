@@ -6,20 +6,22 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   parseFlags,
-  processIo,
   refuseOptionsNpmKept,
   runMain,
+  type ScriptIo,
+  startedDirectly,
   UsageError,
 } from '../../shared/cli.ts';
 import {
   ConfigError,
   customerEmail,
   ensureLogDir,
+  type Env,
   llmSettings,
   makeFolders,
 } from '../../shared/config.ts';
 import { connectToServer } from '../../shared/db.ts';
-import { commandFor } from '../../shared/hints.ts';
+import { commandFor, displayPath, learnerDir } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { childSittings } from './eval/child-sitting.ts';
 import { evalProgress } from './eval/progress.ts';
@@ -28,10 +30,9 @@ import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-
 import { runTrial, ScratchDatabases, type TrialRecord } from './eval/trial.ts';
 
 const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
-/** Where the learner typed the command: npm run starts scripts at the root, and says where in INIT_CWD. */
-const typedIn = process.env.INIT_CWD ?? process.cwd();
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--trials=K] [--scenarios=FILE] [--only=ID,…]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--trials=K] [--scenarios=FILE] [--only=ID,…]', io)}
 
 Runs the full Nimbus on the store's scenarios (or those of FILE) against the provider in .env, K
 times each (default 3). Every trial gets a fresh copy of the sample store in a scratch database of
@@ -39,9 +40,12 @@ its own, dropped at the end, also after Ctrl-C: the database DB_NAME names is ne
 trial is judged on the tools called, the answers and the database at the end. The table shows
 pass^k: the chance that all k tries of a scenario pass. A JSON report of every trial is written under
 LOG_DIR. --only runs the scenarios with these ids. Exits 0 only when every trial passed.`;
+}
 
-await runMain(async () => {
+/** The eval's work, given its arguments, settings and streams. */
+export async function main(io: ScriptIo): Promise<number> {
   const { values } = parseFlags({
+    args: io.args,
     options: {
       trials: { type: 'string' },
       scenarios: { type: 'string' },
@@ -49,7 +53,7 @@ await runMain(async () => {
     },
   });
   // Options written before `--` never reach an npm script: an eval run without them would run them all.
-  refuseOptionsNpmKept(processIo(), values, ['trials', 'scenarios', 'only']);
+  refuseOptionsNpmKept(io, values, ['trials', 'scenarios', 'only']);
   const tries = values.trials ?? '3';
   if (!/^\d{1,2}$/.test(tries) || Number(tries) < 1)
     throw new UsageError(
@@ -57,15 +61,18 @@ await runMain(async () => {
     );
   const k = Number(tries);
   const [file, shownAs] = values.scenarios
-    ? [path.resolve(typedIn, values.scenarios), printable(values.scenarios, { singleLine: true })]
+    ? [
+        path.resolve(learnerDir(io), values.scenarios),
+        printable(values.scenarios, { singleLine: true }),
+      ]
     : [BUILT_IN, 'the built-in scenarios'];
   let scenarios = parseScenarios(readScenarioFile(file, shownAs), shownAs);
   if (values.only !== undefined) scenarios = selectScenarios(scenarios, values.only, shownAs);
   // Settings are read once, here: without a key the eval says what the chat says.
-  const llm = llmSettings();
-  const logDir = ensureLogDir();
-  const prices = priceSettings();
-  const configured = customerEmail();
+  const llm = llmSettings(io.env);
+  const logDir = ensureLogDir(io.env);
+  const prices = priceSettings(io.env);
+  const configured = customerEmail(io.env);
   const runs = scenarios.map((s) => {
     const customer = s.customer ?? configured;
     if (!customer)
@@ -79,7 +86,7 @@ await runMain(async () => {
   const started = new Date();
   const folder = path.join(logDir, `eval-${started.toISOString().replace(/[:.]/g, '-')}`);
   makeFolders(folder);
-  const trials = await runTrials(runs, k, folder);
+  const trials = await runTrials(runs, k, folder, io);
   const wallMs = Date.now() - started.getTime();
 
   const summaries = summarize(
@@ -88,15 +95,15 @@ await runMain(async () => {
     k,
   );
   const model = printable(`${llm.provider} ${llm.model}`, { singleLine: true });
-  console.log(`Nimbus on ${model}: ${k} trial${k === 1 ? '' : 's'} of each scenario\n`);
-  for (const line of table(summaries, k)) console.log(line);
+  io.log(`Nimbus on ${model}: ${k} trial${k === 1 ? '' : 's'} of each scenario\n`);
+  for (const line of table(summaries, k)) io.log(line);
   const broken = failures(trials);
   if (broken.length)
-    console.log(`\nFailed and errored trials:\n${broken.map((l) => `  ${l}`).join('\n')}`);
-  console.log();
-  for (const line of totals(trials, wallMs, prices)) console.log(line);
+    io.log(`\nFailed and errored trials:\n${broken.map((l) => `  ${l}`).join('\n')}`);
+  io.log();
+  for (const line of totals(trials, wallMs, prices)) io.log(line);
   const report = { started, provider: llm.provider, model: llm.model, trials: k };
-  writeReport(path.join(folder, 'report.json'), {
+  writeReport(io, path.join(folder, 'report.json'), {
     ...report,
     scenarios: runs,
     summaries,
@@ -104,7 +111,7 @@ await runMain(async () => {
     wall_ms: wallMs,
   });
   return trials.every((t) => t.verdict === 'pass') ? 0 : 1;
-}, USAGE);
+}
 
 /**
  * Every trial of every scenario, one after another, each in a scratch database of its own. Ctrl-C (or
@@ -114,10 +121,11 @@ async function runTrials(
   runs: Array<Scenario & { customer: string }>,
   k: number,
   folder: string,
+  io: ScriptIo,
 ): Promise<TrialRecord[]> {
   const admin = await connectToServer();
   const databases = new ScratchDatabases(admin);
-  const progress = evalProgress(runs.length * k);
+  const progress = evalProgress(runs.length * k, io.stderr);
   let child: ChildProcess | undefined;
   const leave = async () => {
     progress.finish();
@@ -130,9 +138,9 @@ async function runTrials(
       (error: Error) => error,
     );
     await admin.end().catch(() => {});
-    if (!failed) console.error('Stopped: the scratch database was dropped.');
+    if (!failed) io.error('Stopped: the scratch database was dropped.');
     else
-      console.error(
+      io.error(
         `Stopped, but ${databases.names().join(', ')} could not be dropped (${printable(failed.message, { singleLine: true })}): drop ${databases.names().length === 1 ? 'it' : 'them'} with DROP DATABASE.`,
       );
     process.exit(130);
@@ -140,7 +148,7 @@ async function runTrials(
   process.once('SIGINT', leave);
   process.once('SIGTERM', leave);
   // The sittings read the settings this process was given (.env included): the same provider and server.
-  const runSitting = childSittings(process.env, folder, (running) => (child = running));
+  const runSitting = childSittings(io.env, folder, (running) => (child = running));
   const trials: TrialRecord[] = [];
   try {
     for (const scenario of runs) {
@@ -164,13 +172,15 @@ async function runTrials(
 }
 
 /** The JSON report; a folder that cannot take it is said in one line, and the table stands. */
-function writeReport(file: string, report: object): void {
+function writeReport(io: ScriptIo, file: string, report: object): void {
+  const relative = displayPath(file, io); // as the learner can use it where they ran the eval
+  const shown = printable(relative.startsWith('..') ? file : relative, { singleLine: true });
   try {
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`, { mode: 0o600 });
-    console.log(`Report, with every trial's turns, tool calls and answers: ${shownPath(file)}`);
+    io.log(`Report, with every trial's turns, tool calls and answers: ${shown}`);
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    console.error(`The report could not be written to ${shownPath(file)} (${reason}).`);
+    io.error(`The report could not be written to ${shown} (${reason}).`);
   }
 }
 
@@ -185,9 +195,9 @@ function readScenarioFile(file: string, shownAs: string): string {
 }
 
 /** EVAL_PRICE_INPUT and EVAL_PRICE_OUTPUT (per million tokens): both, or no cost estimate. */
-function priceSettings(): Prices | undefined {
+function priceSettings(env: Env): Prices | undefined {
   const read = (name: string) => {
-    const value = process.env[name]?.trim();
+    const value = env[name]?.trim();
     if (!value) return undefined;
     if (!/^\d+(\.\d+)?$/.test(value))
       throw new ConfigError(
@@ -199,8 +209,4 @@ function priceSettings(): Prices | undefined {
   return input === undefined || output === undefined ? undefined : { input, output };
 }
 
-/** A path as the learner can use it from where they ran the eval. */
-function shownPath(file: string): string {
-  const relative = path.relative(typedIn, file);
-  return printable(relative.startsWith('..') ? file : relative, { singleLine: true });
-}
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -175,7 +175,9 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
       await query('SELECT id FROM conversations WHERE id = ?', [session.conversation.id]),
     ).toEqual([]);
     // No trace file either: with no row to find it by, no export, forget or reset could delete it.
-    expect(existsSync(conversationTraceFile(logDir(), session.conversation.id))).toBe(false);
+    expect(existsSync(conversationTraceFile(logDir(process.env), session.conversation.id))).toBe(
+      false,
+    );
   });
 
   it('keeps what a tool did when cancelled after it ran, closes the turn, and shows it to the next question', async () => {

@@ -2,9 +2,9 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { logDir } from '../../shared/config.ts';
+import { dbSettings, logDir } from '../../shared/config.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { closePool, query } from '../../shared/db.ts';
+import { query, useDatabase } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { EMPTY_ANSWER, MAX_STEPS, REFUSED_ANSWER, STEP_LIMIT_ANSWER } from '../agent.ts';
@@ -173,12 +173,12 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     // A conversation with something saved already: its trace file is written as the question goes.
     fake.reply({ text: 'Hello!' });
     await session.ask('Hi');
-    const port = process.env.DB_PORT;
+    let gone: ReturnType<typeof useDatabase> | undefined;
     fake.reply(
       () => {
-        // The database goes away after the history was loaded, while the model is thinking.
-        void closePool();
-        process.env.DB_PORT = '9'; // nothing listens there: every query now fails
+        // The database goes away after the history was loaded, while the model is thinking:
+        // nothing listens on port 9, so every query now fails.
+        gone = useDatabase(dbSettings({ ...process.env, DB_PORT: '9' }));
         return { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
       },
       (view) => ({ text: `Sorry: ${result(view).error}` }),
@@ -196,11 +196,10 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
           'get_order_status failed because of a technical problem. Apologise and suggest trying again later.',
       });
     } finally {
-      await closePool();
-      process.env.DB_PORT = port ?? '';
+      await useDatabase(await gone);
     }
     // …while the turn, which could not be saved, left nothing half-written behind.
-    const all = readTrace(conversationTraceFile(logDir(), session.conversation.id));
+    const all = readTrace(conversationTraceFile(logDir(process.env), session.conversation.id));
     const events = all.filter((e) => e.trace === all.at(-1).trace); // the second question's
     expect(events.find((e) => e.type === 'tool_result').exception).toMatch(
       /^Cannot reach MySQL at .*:9/,
@@ -216,7 +215,7 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
     const question = 'Where is \u202e2401\u202c, my zero\u200bwidth order?';
     fake.reply({ text: 'Red \u009b31malert\u009b0m.' });
     await session.ask(question);
-    const file = conversationTraceFile(logDir(), session.conversation.id);
+    const file = conversationTraceFile(logDir(process.env), session.conversation.id);
     expect(readFileSync(file, 'utf8')).not.toMatch(/[\u009b\u200b\u202c\u202e]/);
     const events = readTrace(file);
     expect(events.find((e) => e.type === 'start').question).toBe(question);

@@ -55,7 +55,7 @@ describe('a database that cannot be reached', () => {
       'wrong password',
       { DB_USER: 'nimbus_no_such_user', DB_PASSWORD: 'wrong' },
       // Whatever server .env names: the sentence names it.
-      `MySQL at ${dbSettings().host}:${dbSettings().port} refused user "nimbus_no_such_user". Check DB_USER and DB_PASSWORD in .env.`,
+      `MySQL at ${dbSettings(process.env).host}:${dbSettings(process.env).port} refused user "nimbus_no_such_user". Check DB_USER and DB_PASSWORD in .env.`,
     ],
   ])(
     '%s: one line naming what to check, exit 1, and nothing asked',

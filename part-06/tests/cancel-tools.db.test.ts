@@ -39,7 +39,7 @@ describe.each(['gemini', 'openai'] as const)('Ctrl-C with %s', (provider) => {
     const options: AgentOptions = {
       llm: fake.llm(provider),
       store: plainStore(DEFAULT_BUDGET),
-      logDir: logDir(),
+      logDir: logDir(process.env),
       quiet: true,
     };
     const queries = Array.from({ length: 40 }, (_, i) => `refund question ${i + 1}`);

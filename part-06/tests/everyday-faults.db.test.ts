@@ -85,12 +85,12 @@ describe('settings that cannot work are the first and only thing said', () => {
 
 describe('a memory budget or a time limit that cannot work', () => {
   const bad: Array<[string, string, () => unknown, string]> = [
-    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '-1', () => memoryBudget(), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(), 'of at least 1'],
-    ['MEMORY_RECENT_TURNS', '-1', () => memoryBudget(), 'of at least 1'],
-    ['LLM_TIMEOUT_SECONDS', '0', () => llmSettings(), 'from 1 to 86400'],
-    ['DB_TIMEOUT_SECONDS', '0', () => dbSettings(), 'from 1 to 3600'],
+    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(process.env), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '-1', () => memoryBudget(process.env), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(process.env), 'of at least 1'],
+    ['MEMORY_RECENT_TURNS', '-1', () => memoryBudget(process.env), 'of at least 1'],
+    ['LLM_TIMEOUT_SECONDS', '0', () => llmSettings(process.env), 'from 1 to 86400'],
+    ['DB_TIMEOUT_SECONDS', '0', () => dbSettings(process.env), 'from 1 to 3600'],
   ];
   it.each(bad)('%s=%s is one sentence naming it', (name, value, read, range) => {
     const saved = process.env[name];

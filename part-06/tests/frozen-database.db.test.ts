@@ -17,7 +17,7 @@ beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
   await ensureDatabase(() => {});
-  const { host, port } = dbSettings();
+  const { host, port } = dbSettings(process.env);
   proxy = await startPausableProxy(host, port);
 });
 afterAll(async () => {

@@ -57,7 +57,7 @@ describe('show-conversation --context, turn by turn', () => {
     const saved = { ...process.env };
     try {
       Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
-      const shown = await shownContext(id, memoryBudget());
+      const shown = await shownContext(id, memoryBudget(process.env));
       expect(shown).toContain('(budget 700 chars, the newest turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
         expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
@@ -71,7 +71,7 @@ describe('show-conversation --context, turn by turn', () => {
           MEMORY_RECENT_TURNS: '',
           [name]: value,
         });
-        expect(() => memoryBudget()).toThrow(
+        expect(() => memoryBudget(process.env)).toThrow(
           `${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`,
         );
       }

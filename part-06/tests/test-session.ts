@@ -28,7 +28,12 @@ export function coreSession(
   conversation: Conversation = newConversation(customer.id),
   budget: MemoryBudget = DEFAULT_BUDGET,
 ): TestSession {
-  const options: AgentOptions = { llm, logDir: logDir(), store: plainStore(budget), quiet: true };
+  const options: AgentOptions = {
+    llm,
+    logDir: logDir(process.env),
+    store: plainStore(budget),
+    quiet: true,
+  };
   const session: TestSession = {
     customer,
     conversation,

@@ -160,11 +160,9 @@ function isExtra(file: string): boolean {
   return file.endsWith('.md') || /(^|\/)tests\//.test(file) || file === 'scenarios.json';
 }
 
-/** Scripts a learner runs (`runMain(…)` at the top level) read best after everything they use. */
+/** Scripts a learner runs (started with runMain) read best after everything they use. */
 function isEntryScript(source: string): boolean {
-  return /^(await runMain\(|if \(startedDirectly\(import\.meta\.url\)\) await runMain\()/m.test(
-    source,
-  );
+  return /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(/m.test(source);
 }
 
 /** Every file of the part in the order to read it; `sources` holds each file's text (the old text for a removed file). */

@@ -1,7 +1,7 @@
 // Prints a real session of one part against the fake provider, for the READMEs: `npx tsx shared/scripts/sample-session.ts part-04 multi-step` (`part-06/going-further` for the full Nimbus).
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { parseFlags, runMain, UsageError } from '../cli.ts';
+import { parseFlags, runMain, type ScriptIo, startedDirectly, UsageError } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
 import { commandFor } from '../hints.ts';
 import { SCENARIOS } from '../scenarios/scenarios.ts';
@@ -11,15 +11,18 @@ import { runScript } from '../testing/run-script.ts';
 import { printable } from '../text.ts';
 import { partScenarios, runScenario, scenarioLists } from '../testing/scenario-runner.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '<part-NN>[/going-further] <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '<part-NN>[/going-further] <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]', io)}
 
 Runs the scenario against the part with the fake provider and a scratch database (dropped afterwards),
 and prints what a learner would see. part-06/going-further runs it through the full Nimbus
 (going-further/chat.ts, its setup and its viewer). --setup first prints the part's setup;
 --show-context ends with show-conversation --context (Part 6), under another memory budget with --budget.`;
+}
 
-await runMain(async () => {
+export async function main(io: ScriptIo): Promise<void> {
   const { values, positionals } = parseFlags({
+    args: io.args,
     options: {
       provider: { type: 'string', default: 'gemini' },
       setup: { type: 'boolean' },
@@ -61,7 +64,7 @@ await runMain(async () => {
   };
   try {
     // The transcript names the learner's database, not our scratch one.
-    const print = (text: string) => console.log(text.replaceAll(db.name, 'nimbus'));
+    const print = (text: string) => io.log(text.replaceAll(db.name, 'nimbus'));
     if (existsSync(path.join(folder, beside('setup.ts')))) {
       const setup = await runScript(path.join(folder, beside('setup.ts')), [], {
         env: { ...fake.env(provider), ...env },
@@ -89,9 +92,11 @@ await runMain(async () => {
     await fake.close();
     await db.drop();
   }
-}, USAGE);
+}
 
 /** What was typed, quoted back in an error: escaped, so it cannot move the cursor or hide text. */
 function shown(text: string): string {
   return printable(text, { singleLine: true });
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -1,6 +1,6 @@
 // What streaming changes for the reader: time to the first word and to the whole answer, streamed or not, against the fake provider: `npm run bench:stream`.
 import { performance } from 'node:perf_hooks';
-import { parseFlags, runMain, UsageError } from '../cli.ts';
+import { parseFlags, runMain, type ScriptIo, startedDirectly, UsageError } from '../cli.ts';
 import type { LlmSettings } from '../config.ts';
 import { commandFor } from '../hints.ts';
 import { chatWithTools, streamWithTools, type Message } from '../llm/index.ts';
@@ -14,17 +14,20 @@ const CHUNKS =
 /** The time between two chunks: about what a fast model takes per word. */
 const PACE_MS = 25;
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--runs=N] [--json]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--runs=N] [--json]', io)}
 
 Starts the fake provider with an answer written in ${CHUNKS.length} chunks, ${PACE_MS} ms apart, as a model
 writes it, and asks for it N times (default 20) per provider through the real SDKs, streamed and not.
 Prints the median time until the first word can be shown and until the whole answer is in. --json
 prints the same as JSON. Nothing leaves this machine.`;
+}
 
 const QUESTION: Message[] = [{ role: 'user', content: 'Where is order 1043?' }];
 
-await runMain(async () => {
+export async function main(io: ScriptIo): Promise<void> {
   const { values } = parseFlags({
+    args: io.args,
     options: { runs: { type: 'string', default: '20' }, json: { type: 'boolean' } },
   });
   if (!/^\d+$/.test(values.runs) || Number(values.runs) < 1)
@@ -55,22 +58,22 @@ await runMain(async () => {
       });
     }
     if (values.json) {
-      console.log(JSON.stringify({ chunks: CHUNKS.length, paceMs: PACE_MS, runs, results }));
+      io.log(JSON.stringify({ chunks: CHUNKS.length, paceMs: PACE_MS, runs, results }));
       return;
     }
-    console.log(
+    io.log(
       `An answer of ${CHUNKS.length} chunks, ${PACE_MS} ms apart; median of ${runs} runs, in ms.\n`,
     );
-    console.log('provider  first word, streamed  whole answer, streamed  both, not streamed');
+    io.log('provider  first word, streamed  whole answer, streamed  both, not streamed');
     for (const r of results) {
-      console.log(
+      io.log(
         `${r.provider.padEnd(8)}  ${ms(r.streamedFirstWordMs).padStart(20)}  ${ms(r.streamedAnswerMs).padStart(22)}  ${ms(r.wholeAnswerMs).padStart(18)}`,
       );
     }
   } finally {
     await fake.close();
   }
-}, USAGE);
+}
 
 async function timeStreamed(
   settings: LlmSettings,
@@ -100,3 +103,5 @@ function median(values: number[]): number {
 function ms(value: number): string {
   return Math.round(value).toString();
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -17,7 +17,7 @@ export interface ScratchDatabase {
 export async function createScratchDatabase({ use = true } = {}): Promise<ScratchDatabase> {
   // TEST_DB_PREFIX: on a shared server, a prefix of your own keeps the tests' databases apart.
   const name = `${process.env.TEST_DB_PREFIX || 'nimbus_test_'}${randomBytes(5).toString('hex')}`;
-  const admin = await mysql.createConnection(connectionOptions());
+  const admin = await mysql.createConnection(connectionOptions(dbSettings(process.env)));
   try {
     await admin.query(
       `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
@@ -30,7 +30,7 @@ export async function createScratchDatabase({ use = true } = {}): Promise<Scratc
     name,
     async drop() {
       if (use) await closePool();
-      const connection = await mysql.createConnection(connectionOptions());
+      const connection = await mysql.createConnection(connectionOptions(dbSettings(process.env)));
       try {
         await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
       } finally {
@@ -46,14 +46,14 @@ export async function createScratchDatabase({ use = true } = {}): Promise<Scratc
  */
 export async function useScratchDatabase(name: string): Promise<void> {
   process.env.DB_NAME = name;
-  await useDatabase(() => dbSettings());
+  await useDatabase(() => dbSettings(process.env));
 }
 
 /** Can we reach the MySQL server from DB_* settings? Returns undefined when yes, else the reason. */
 export async function databaseProblem(): Promise<string | undefined> {
   try {
     const connection = await mysql.createConnection({
-      ...connectionOptions(),
+      ...connectionOptions(dbSettings(process.env)),
       connectTimeout: 3000,
     });
     await connection.end();

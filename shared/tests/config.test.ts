@@ -30,7 +30,7 @@ function configError(fn: () => unknown): ConfigError {
 
 describe('llmSettings', () => {
   it('defaults to Gemini and asks for its key, with where to get one', () => {
-    const error = configError(llmSettings);
+    const error = configError(() => llmSettings(process.env));
     expect(error.message).toBe(
       'GEMINI_API_KEY is not set. Get a free key at https://aistudio.google.com/apikey and put it in .env',
     );
@@ -39,7 +39,7 @@ describe('llmSettings', () => {
   it('uses the default models when only a key is set', () => {
     process.env.GEMINI_API_KEY = 'k';
     process.env.GEMINI_MODEL = '';
-    expect(llmSettings()).toMatchObject({
+    expect(llmSettings(process.env)).toMatchObject({
       provider: 'gemini',
       model: 'gemini-flash-latest',
       embeddingModel: 'gemini-embedding-001',
@@ -48,18 +48,18 @@ describe('llmSettings', () => {
 
   it('rejects an unknown provider by name', () => {
     process.env.LLM_PROVIDER = 'claude';
-    expect(configError(llmSettings).message).toBe(
+    expect(configError(() => llmSettings(process.env)).message).toBe(
       'LLM_PROVIDER must be "gemini" or "openai" (it is "claude"). Fix it in .env.',
     );
   });
 
   it('asks for an OpenAI key, unless a custom server is configured', () => {
     process.env.LLM_PROVIDER = 'openai';
-    expect(configError(llmSettings).message).toMatch(
+    expect(configError(() => llmSettings(process.env)).message).toMatch(
       /^OPENAI_API_KEY is not set\. .*platform\.openai\.com/,
     );
     process.env.OPENAI_BASE_URL = 'http://localhost:11434/v1';
-    expect(llmSettings()).toMatchObject({
+    expect(llmSettings(process.env)).toMatchObject({
       provider: 'openai',
       baseUrl: 'http://localhost:11434/v1',
       embeddingModel: undefined,
@@ -70,10 +70,12 @@ describe('llmSettings', () => {
     process.env.LLM_PROVIDER = 'openai';
     process.env.OPENAI_API_KEY = 'k';
     process.env.OPENAI_BASE_URL = 'localhost:11434';
-    expect(configError(llmSettings).message).toMatch(/^OPENAI_BASE_URL must be a URL/);
+    expect(configError(() => llmSettings(process.env)).message).toMatch(
+      /^OPENAI_BASE_URL must be a URL/,
+    );
     process.env.OPENAI_BASE_URL = '';
     process.env.OPENAI_REASONING_EFFORT = 'maximum';
-    expect(configError(llmSettings).message).toMatch(
+    expect(configError(() => llmSettings(process.env)).message).toMatch(
       /^OPENAI_REASONING_EFFORT must be one of none, minimal/,
     );
   });
@@ -82,21 +84,25 @@ describe('llmSettings', () => {
 describe('dbSettings', () => {
   it('rejects a port that is not a number and a database name that is not safe in SQL', () => {
     process.env.DB_PORT = 'abc';
-    expect(configError(dbSettings).message).toMatch(/^DB_PORT must be a port number/);
+    expect(configError(() => dbSettings(process.env)).message).toMatch(
+      /^DB_PORT must be a port number/,
+    );
     process.env.DB_PORT = '3306';
     process.env.DB_NAME = 'nimbus; DROP DATABASE x';
-    expect(configError(dbSettings).message).toMatch(/^DB_NAME may only contain letters/);
+    expect(configError(() => dbSettings(process.env)).message).toMatch(
+      /^DB_NAME may only contain letters/,
+    );
   });
 
   it('sizes the pool from DB_POOL_SIZE, 8 by default, and refuses a size that is not a whole number', () => {
     process.env.DB_NAME = 'nimbus';
     process.env.DB_POOL_SIZE = '';
-    expect(dbSettings().poolSize).toBe(8);
+    expect(dbSettings(process.env).poolSize).toBe(8);
     process.env.DB_POOL_SIZE = '64';
-    expect(dbSettings().poolSize).toBe(64);
+    expect(dbSettings(process.env).poolSize).toBe(64);
     for (const bad of ['0', 'eight', '2.5']) {
       process.env.DB_POOL_SIZE = bad;
-      expect(configError(dbSettings).message).toBe(
+      expect(configError(() => dbSettings(process.env)).message).toBe(
         `DB_POOL_SIZE must be a whole number from 1 to 10000 (it is "${bad}"). Fix it in .env.`,
       );
     }
@@ -115,7 +121,7 @@ describe('DB_HOSTS', () => {
 
   it('lists the servers of a cluster, the first preferred, in place of DB_HOST and DB_PORT', () => {
     process.env.DB_HOSTS = '10.0.0.1:3306, db-2.example:3307';
-    const settings = dbSettings();
+    const settings = dbSettings(process.env);
     expect(settings.servers).toEqual([
       { host: '10.0.0.1', port: 3306 },
       { host: 'db-2.example', port: 3307 },
@@ -127,7 +133,9 @@ describe('DB_HOSTS', () => {
     'refuses %s in one sentence naming DB_HOSTS',
     (value) => {
       process.env.DB_HOSTS = value;
-      expect(configError(dbSettings).message).toMatch(/^DB_HOSTS must list servers as host:port/);
+      expect(configError(() => dbSettings(process.env)).message).toMatch(
+        /^DB_HOSTS must list servers as host:port/,
+      );
     },
   );
 });
@@ -135,7 +143,7 @@ describe('DB_HOSTS', () => {
 describe('a value quoted back in an error', () => {
   it('is escaped: an escape sequence or an invisible character in .env is shown, not obeyed', () => {
     process.env.DB_NAME = 'nimbus\x1b[2J\u200b';
-    expect(configError(dbSettings).message).toBe(
+    expect(configError(() => dbSettings(process.env)).message).toBe(
       'DB_NAME may only contain letters, digits and underscores (it is "nimbus\\x1b[2J\\u200b"). Fix it in .env.',
     );
   });
@@ -147,7 +155,7 @@ describe('ensureLogDir', () => {
     const saved = process.env.LOG_DIR;
     try {
       process.env.LOG_DIR = path.join(base, 'private', 'logs');
-      expect(ensureLogDir()).toBe(process.env.LOG_DIR);
+      expect(ensureLogDir(process.env)).toBe(process.env.LOG_DIR);
       for (const dir of [path.join(base, 'private'), path.join(base, 'private', 'logs')])
         expect((statSync(dir).mode & 0o777).toString(8), dir).toBe('700');
     } finally {

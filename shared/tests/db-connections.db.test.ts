@@ -1,7 +1,16 @@
 // The pool under faults (issue #30): broken connections cost nothing, transient refusals are tried again.
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closePool, connectionOptions, openConnections, query, withTransaction } from '../db.ts';
+import { dbSettings } from '../config.ts';
+import {
+  closePool,
+  connectionOptions,
+  Database,
+  openConnections,
+  query,
+  withDatabase,
+  withTransaction,
+} from '../db.ts';
 import { startPausableProxy } from '../testing/pausable-proxy.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../testing/database.ts';
 import { waitUntil } from '../testing/wait-until.ts';
@@ -22,18 +31,18 @@ afterAll(async () => {
 
 describe('the pool', () => {
   it('opens DB_POOL_SIZE connections to a server at most, however many statements are waiting', async () => {
-    process.env.DB_POOL_SIZE = '2';
-    await closePool(); // the next statement opens a pool of the new size
+    const database = new Database(dbSettings({ ...process.env, DB_POOL_SIZE: '2' }));
     try {
-      const asked = Array.from({ length: 10 }, () =>
-        query<Array<{ id: number }>>('SELECT CONNECTION_ID() AS id'),
-      );
-      const ids = new Set((await Promise.all(asked)).map(([row]) => row.id));
-      expect(ids.size).toBeLessThanOrEqual(2);
-      expect(openConnections()).toBe(2);
+      await withDatabase(database, async () => {
+        const asked = Array.from({ length: 10 }, () =>
+          query<Array<{ id: number }>>('SELECT CONNECTION_ID() AS id'),
+        );
+        const ids = new Set((await Promise.all(asked)).map(([row]) => row.id));
+        expect(ids.size).toBeLessThanOrEqual(2);
+        expect(openConnections()).toBe(2);
+      });
     } finally {
-      delete process.env.DB_POOL_SIZE;
-      await closePool();
+      await database.close();
     }
   });
 });
@@ -97,20 +106,24 @@ describe('a cluster node that stalls', () => {
     const [first, second] = await Promise.all(
       [1, 2].map(() => startPausableProxy('127.0.0.1', Number(connectionOptions().port))),
     );
-    process.env.DB_HOSTS = `127.0.0.1:${first.port},127.0.0.1:${second.port}`;
-    process.env.DB_TIMEOUT_SECONDS = '30';
-    await closePool();
+    const cluster = new Database(
+      dbSettings({
+        ...process.env,
+        DB_HOSTS: `127.0.0.1:${first.port},127.0.0.1:${second.port}`,
+        DB_TIMEOUT_SECONDS: '30',
+      }),
+    );
     try {
-      await query('SELECT 1'); // a connection to the first node waits in the pool
-      const before = await counter();
-      first.freeze();
-      // Sent to the first node, it would wait 30 s and fail; checked, it goes to the second.
-      await query('UPDATE counters SET n = n + 100 WHERE id = 1');
-      expect(await counter()).toBe(before + 100);
+      await withDatabase(cluster, async () => {
+        await query('SELECT 1'); // a connection to the first node waits in the pool
+        const before = await counter();
+        first.freeze();
+        // Sent to the first node, it would wait 30 s and fail; checked, it goes to the second.
+        await query('UPDATE counters SET n = n + 100 WHERE id = 1');
+        expect(await counter()).toBe(before + 100);
+      });
     } finally {
-      delete process.env.DB_HOSTS;
-      delete process.env.DB_TIMEOUT_SECONDS;
-      await closePool();
+      await cluster.close();
       first.thaw();
       await Promise.all([first.close(), second.close()]);
     }

@@ -11,7 +11,7 @@ const serverError = (code: string, message: string) =>
 
 /** The errors name the database in use: this one, handed in as an entry script would. */
 const SET = { DB_HOST: '127.0.0.1', DB_PORT: '3407', DB_NAME: 'nimbus' };
-let previous: () => DbSettings;
+let previous: (() => DbSettings) | undefined;
 beforeEach(async () => {
   previous = await useDatabase(() => dbSettings({ ...process.env, ...SET }));
 });

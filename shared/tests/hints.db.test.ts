@@ -204,6 +204,8 @@ const SCRIPTS = [
   'part-05',
   'part-06',
   'part-06/going-further',
+  'part-06/going-further/eval',
+  'part-06/going-further/ops',
   'shared/scripts',
 ].flatMap((dir) =>
   readdirSync(path.join(ROOT_DIR, dir))
@@ -230,22 +232,16 @@ describe('every script', () => {
     (_, source) => {
       expect(source).toMatch(/parseFlags\(/);
       expect(source).not.toMatch(/values\.help|help: \{ type/);
-      // A script run in-process (main(io)) reads its arguments from io, and writes its usage for where it was typed.
-      if (/^export async function main\(io: ScriptIo\)/m.test(source)) {
-        expect(source).toMatch(/parseFlags\(\{\s+args: io\.args,/);
-        // usageLines (shared/hints.ts) writes each of its lines with commandFor.
-        expect(source).toMatch(
-          /^export function usage\(io: ScriptIo\): string \{\n {2}return `(Usage: \$\{commandFor|\$\{usageLines)\(\s*import\.meta\.url/m,
-        );
-        expect(source).toMatch(
-          /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$/m,
-        );
-      } else {
-        expect(source).toMatch(
-          /^const USAGE = `(Usage: \$\{commandFor|\$\{usageLines)\(import\.meta\.url/m,
-        );
-        expect(source).toMatch(/^}, USAGE\);$/m);
-      }
+      // Every script is main(io): it reads its arguments from io, and writes its usage for where it was typed.
+      expect(source).toMatch(/^export async function main\(io: ScriptIo\)/m);
+      expect(source).toMatch(/parseFlags\(\{\s+args: io\.args,/);
+      // usageLines (shared/hints.ts) writes each of its lines with commandFor.
+      expect(source).toMatch(
+        /^export function usage\(io: ScriptIo\): string \{\n {2}return `(Usage: \$\{commandFor|\$\{usageLines)\(\s*import\.meta\.url/m,
+      );
+      expect(source).toMatch(
+        /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$/m,
+      );
     },
   );
 

@@ -19,7 +19,7 @@ describe.each(PARTS)('%s SQL files through the mysql client', (part) => {
     ).toBeDefined();
     const db = await createScratchDatabase();
     try {
-      const { host, port, user, password } = dbSettings();
+      const { host, port, user, password } = dbSettings(process.env);
       for (const file of ['schema.sql', 'functions.sql', 'seed.sql']) {
         const sql = path.join(ROOT_DIR, part, file);
         if (!existsSync(sql)) continue;

@@ -1,8 +1,9 @@
 // Going further: the eval's progress on stderr: which scenario and trial, how many are done, for how long. Redrawn each second on a terminal, one line per trial otherwise.
+import type { Writable } from 'node:stream';
 
 const WIDTH = 24;
 
-export function evalProgress(total: number, stream: NodeJS.WriteStream = process.stderr) {
+export function evalProgress(total: number, stream: Writable & { isTTY?: boolean }) {
   const started = Date.now();
   let timer: NodeJS.Timeout | undefined;
   let draw = () => {};

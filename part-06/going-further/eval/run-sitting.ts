@@ -1,6 +1,6 @@
 // Going further: the eval's child process, one sitting of a scenario: reads it (JSON) on stdin, prints its record (JSON) on stdout. eval.ts starts it with DB_NAME naming the trial's scratch database.
 import { text } from 'node:stream/consumers';
-import { parseFlags, runMain } from '../../../shared/cli.ts';
+import { parseFlags, runMain, type ScriptIo, startedDirectly } from '../../../shared/cli.ts';
 import { ensureLogDir, llmSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { memoryBudget } from '../../context.ts';
@@ -8,23 +8,27 @@ import { notesBudget } from '../notes/recall-notes.ts';
 import { maxToolCallsPerReply } from '../question/call-limits.ts';
 import { runSitting, type SittingInput } from './sitting.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '< sitting.json')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '< sitting.json', io)}
 
 Runs one sitting of an eval scenario in the database DB_NAME names: the customer, the conversation to
 resume if any, and the turns, as JSON on standard input; prints what happened as JSON. npm run eval
 starts it for each sitting, with DB_NAME naming the trial's scratch database.`;
+}
 
-await runMain(async () => {
-  parseFlags({ options: {} });
+export async function main(io: ScriptIo): Promise<void> {
+  parseFlags({ args: io.args, options: {} });
   // Settings are read once, here, as the chat reads them.
   const settings = {
-    llm: llmSettings(),
-    logDir: ensureLogDir(),
-    budget: memoryBudget(),
-    notesMaxChars: notesBudget(),
-    maxToolCalls: maxToolCallsPerReply(),
+    llm: llmSettings(io.env),
+    logDir: ensureLogDir(io.env),
+    budget: memoryBudget(io.env),
+    notesMaxChars: notesBudget(io.env),
+    maxToolCalls: maxToolCallsPerReply(io.env),
   };
-  const input = JSON.parse(await text(process.stdin)) as SittingInput;
-  const result = await runSitting(input, settings, (line) => console.error(line));
-  console.log(JSON.stringify(result));
-}, USAGE);
+  const input = JSON.parse(await text(io.stdin)) as SittingInput;
+  const result = await runSitting(input, settings, (line) => io.error(line));
+  io.log(JSON.stringify(result));
+}
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

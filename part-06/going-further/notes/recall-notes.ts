@@ -33,7 +33,7 @@ export interface Recall {
 }
 
 /** The characters of notes sent with each question: MEMORY_NOTES_MAX_CHARS, else 1,500; 0 sends none. Read by entry scripts. */
-export function notesBudget(env?: Env): number {
+export function notesBudget(env: Env): number {
   return integerSetting('MEMORY_NOTES_MAX_CHARS', 1500, 0, { env });
 }
 

@@ -1,36 +1,47 @@
 // Going further: measures search_past_conversations as one customer's history grows, and what it costs another customer: `npx tsx part-06/going-further/ops/bench-search.ts`.
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
-import { parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
 import {
-  closePool,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../../shared/cli.ts';
+import {
   connectionOptions,
+  Database,
+  databaseSettings,
   explainDatabaseError,
+  withDatabase,
   withTransaction,
-  useDatabase,
 } from '../../../shared/db.ts';
-import { dbSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { printable } from '../../../shared/text.ts';
 import type { StoredMessage } from '../../memory.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { indexMessages, searchPastConversations } from '../notes/past-conversations.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--runs=N]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--runs=N]', io)}
 
 Creates a scratch database and gives one customer 100, 1,000, 10,000 and 100,000 stored messages
 (questions and answers, 20 per conversation, saved with their word index as the chat saves them),
 measuring at each size a search for a rare word, a word in about one message in ten, and a word in
 every message, N times each (default 20). A second customer with 100 messages searches before the
 first has any and again once the first holds 100,000. The scratch database is dropped at the end.`;
+}
 
 const SIZES = [100, 1_000, 10_000, 100_000];
 const PER_CONVERSATION = 20;
 const SEARCHES = { rare: 'periwinkle', tenth: 'warranty', every: 'order' };
 const OTHER_CUSTOMER = 2;
 
-await runMain(async () => {
-  const { values } = parseFlags({ options: { runs: { type: 'string', default: '20' } } });
+export async function main(io: ScriptIo): Promise<void> {
+  const { values } = parseFlags({
+    args: io.args,
+    options: { runs: { type: 'string', default: '20' } },
+  });
   if (!/^\d+$/.test(values.runs) || Number(values.runs) < 5)
     throw new UsageError(
       `--runs must be a whole number of at least 5 (got "${printable(values.runs, { singleLine: true })}").`,
@@ -40,37 +51,43 @@ await runMain(async () => {
   const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
     throw explainDatabaseError(error);
   });
-  await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
+  const scratch = new Database({ ...databaseSettings(), database });
   const dropAndLeave = async () => {
-    await closePool();
+    await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});
     process.exit(130);
   };
   process.once('SIGINT', dropAndLeave);
   try {
-    await ensureFullDatabase(() => {});
-    console.error(`Working in the scratch database ${database} (dropped at the end).`);
-    await fill(OTHER_CUSTOMER, 0, 100);
-    const alone = await timeSearches(OTHER_CUSTOMER, runs);
-    console.log(`Search over one customer's messages, median of ${runs} (ms):`);
-    console.log('  messages      rare    1 in 10     every');
-    let held = 0;
-    for (const size of SIZES) {
-      console.error(`Filling customer 1 up to ${size.toLocaleString('en-US')} messages…`);
-      await fill(1, held, size);
-      held = size;
-      console.log(row(size.toLocaleString('en-US'), await timeSearches(1, runs)));
-    }
-    const crowded = await timeSearches(OTHER_CUSTOMER, runs);
-    console.log(`\nA customer with 100 messages, while another holds none, then 100,000 (ms):`);
-    console.log(row('none', alone));
-    console.log(row('100,000', crowded));
+    await withDatabase(scratch, () => measure(io, runs));
   } finally {
-    await closePool();
+    process.off('SIGINT', dropAndLeave);
+    await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
     await admin.end();
   }
-}, USAGE);
+}
+
+/** The whole measurement, in the scratch database. */
+async function measure(io: ScriptIo, runs: number): Promise<void> {
+  await ensureFullDatabase(() => {});
+  io.error(`Working in the scratch database ${databaseSettings().database} (dropped at the end).`);
+  await fill(OTHER_CUSTOMER, 0, 100);
+  const alone = await timeSearches(OTHER_CUSTOMER, runs);
+  io.log(`Search over one customer's messages, median of ${runs} (ms):`);
+  io.log('  messages      rare    1 in 10     every');
+  let held = 0;
+  for (const size of SIZES) {
+    io.error(`Filling customer 1 up to ${size.toLocaleString('en-US')} messages…`);
+    await fill(1, held, size);
+    held = size;
+    io.log(row(size.toLocaleString('en-US'), await timeSearches(1, runs)));
+  }
+  const crowded = await timeSearches(OTHER_CUSTOMER, runs);
+  io.log(`\nA customer with 100 messages, while another holds none, then 100,000 (ms):`);
+  io.log(row('none', alone));
+  io.log(row('100,000', crowded));
+}
 
 function row(label: string, times: Record<keyof typeof SEARCHES, number>): string {
   const cell = (ms: number) => ms.toFixed(2).padStart(10);
@@ -129,3 +146,5 @@ function message(n: number): StoredMessage {
         content: `Order ${order} was delivered ${n % 30} days ago. I can open a ticket for a repair or a replacement.${extra}`,
       };
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

@@ -1,14 +1,20 @@
 // Going further: measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
-import { UsageError, parseFlags, runMain } from '../../../shared/cli.ts';
 import {
-  closePool,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../../shared/cli.ts';
+import {
   connectionOptions,
+  Database,
+  databaseSettings,
   explainDatabaseError,
-  useDatabase,
+  withDatabase,
 } from '../../../shared/db.ts';
-import { dbSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
@@ -22,17 +28,20 @@ import {
 import { hardenedStore } from '../store/hardened-store.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]', io)}
 
 Creates a scratch database, fills conversations of 10, 100, 1,000 and 10,000 turns, and measures the
 memory cost of one question (loadContext: load + build context) and of saving one turn, N times each
 (default 40, at least 5). Then it compares the characters sent per request with and without trimming
 over a 30-turn conversation. The scratch database is dropped at the end, also after Ctrl-C.`;
+}
 
 const SIZES = [10, 100, 1_000, 10_000];
 
-await runMain(async () => {
+export async function main(io: ScriptIo): Promise<void> {
   const { values } = parseFlags({
+    args: io.args,
     options: { json: { type: 'boolean' }, runs: { type: 'string', default: '40' } },
   });
   if (!/^\d+$/.test(values.runs) || Number(values.runs) < 5)
@@ -41,8 +50,8 @@ await runMain(async () => {
     );
   const runs = Number(values.runs);
   // The budget the chat would use: MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS from .env, or the defaults.
-  const budget = memoryBudget();
-  const log = values.json ? () => {} : (line: string) => console.error(line);
+  const budget = memoryBudget(io.env);
+  const log = values.json ? () => {} : (line: string) => io.error(line);
 
   const database = `nimbus_bench_${Date.now().toString(36)}`;
   const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
@@ -53,75 +62,92 @@ await runMain(async () => {
   );
   log(`Working in the scratch database ${database} (dropped at the end).`);
   // Interrupted (Ctrl-C, or the reader of a pipe went away): drop the scratch database before leaving.
+  const scratch = new Database({ ...databaseSettings(), database });
   const dropAndLeave = async () => {
-    await closePool();
+    await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});
     process.exit(130);
   };
   process.once('SIGINT', dropAndLeave);
   process.once('SIGTERM', dropAndLeave);
-  process.stdout.on('error', dropAndLeave);
-  await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
+  io.stdout.on('error', dropAndLeave);
   try {
-    // The tables the full Nimbus uses, with the sample store (its customer 1 owns the conversations).
-    await ensureFullDatabase(() => {});
-    await admin.query(`USE \`${database}\``);
-
-    // The store chat.ts uses, against the plain version: every message read, then trimmed.
-    const store = hardenedStore(budget);
-    const sizes = [];
-    for (const turns of SIZES) {
-      log(`Filling a conversation of ${turns} turns…`);
-      const conversation = newConversation(1);
-      const id = conversation.id;
-      await fillConversation(admin, conversation, turns);
-      // Warm up the connection pool and MySQL's buffer pool before measuring.
-      for (let i = 0; i < 3; i++) await store.loadContext(conversation);
-      const load = await timeRuns(runs, () => store.loadContext(conversation));
-      const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () =>
-        buildContext(await loadMessages(id), budget),
-      );
-      const save = await timeRuns(runs, () =>
-        store.saveStep(
-          conversation,
-          realisticTurn(turns).map((message) => ({ message })),
-        ),
-      );
-      sizes.push({
-        turns,
-        load_ms_median: round(percentile(load, 50)),
-        load_ms_p95: round(percentile(load, 95)),
-        save_ms_median: round(percentile(save, 50)),
-        full_load_ms_median: round(percentile(fullLoad, 50)),
-      });
-    }
-
-    // Chars sent with each request of a 30-turn conversation: the trimmed history plus the new question,
-    // against the whole history plus the new question.
-    const history: Message[] = [];
-    const charsPerRequest: number[] = [];
-    const charsFullHistory: number[] = [];
-    for (let t = 0; t < 30; t++) {
-      const question: Message = { role: 'user', content: questionText(t) };
-      const context = buildContext(history, budget);
-      charsPerRequest.push(JSON.stringify([...context.messages, question]).length);
-      charsFullHistory.push(JSON.stringify([...history, question]).length);
-      history.push(...realisticTurn(t));
-    }
-
-    const report = {
-      sizes,
-      chars_per_request: charsPerRequest,
-      chars_full_history: charsFullHistory,
-    };
-    if (values.json) console.log(printableJson({ budget, ...report }));
-    else printTable(report, runs, budget);
+    await withDatabase(scratch, () => measure(io, admin, { runs, budget, json: values.json, log }));
   } finally {
-    await closePool();
+    process.off('SIGINT', dropAndLeave);
+    process.off('SIGTERM', dropAndLeave);
+    io.stdout.off('error', dropAndLeave);
+    await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
     await admin.end();
   }
-}, USAGE);
+}
+
+/** The whole measurement, in the scratch database. */
+async function measure(
+  io: ScriptIo,
+  admin: mysql.Connection,
+  {
+    runs,
+    budget,
+    json,
+    log,
+  }: { runs: number; budget: MemoryBudget; json?: boolean; log: (line: string) => void },
+): Promise<void> {
+  // The tables the full Nimbus uses, with the sample store (its customer 1 owns the conversations).
+  await ensureFullDatabase(() => {});
+  await admin.query(`USE \`${databaseSettings().database}\``);
+
+  // The store chat.ts uses, against the plain version: every message read, then trimmed.
+  const store = hardenedStore(budget);
+  const sizes = [];
+  for (const turns of SIZES) {
+    log(`Filling a conversation of ${turns} turns…`);
+    const conversation = newConversation(1);
+    const id = conversation.id;
+    await fillConversation(admin, conversation, turns);
+    // Warm up the connection pool and MySQL's buffer pool before measuring.
+    for (let i = 0; i < 3; i++) await store.loadContext(conversation);
+    const load = await timeRuns(runs, () => store.loadContext(conversation));
+    const fullLoad = await timeRuns(Math.min(runs, turns >= 10_000 ? 5 : runs), async () =>
+      buildContext(await loadMessages(id), budget),
+    );
+    const save = await timeRuns(runs, () =>
+      store.saveStep(
+        conversation,
+        realisticTurn(turns).map((message) => ({ message })),
+      ),
+    );
+    sizes.push({
+      turns,
+      load_ms_median: round(percentile(load, 50)),
+      load_ms_p95: round(percentile(load, 95)),
+      save_ms_median: round(percentile(save, 50)),
+      full_load_ms_median: round(percentile(fullLoad, 50)),
+    });
+  }
+
+  // Chars sent with each request of a 30-turn conversation: the trimmed history plus the new question,
+  // against the whole history plus the new question.
+  const history: Message[] = [];
+  const charsPerRequest: number[] = [];
+  const charsFullHistory: number[] = [];
+  for (let t = 0; t < 30; t++) {
+    const question: Message = { role: 'user', content: questionText(t) };
+    const context = buildContext(history, budget);
+    charsPerRequest.push(JSON.stringify([...context.messages, question]).length);
+    charsFullHistory.push(JSON.stringify([...history, question]).length);
+    history.push(...realisticTurn(t));
+  }
+
+  const report = {
+    sizes,
+    chars_per_request: charsPerRequest,
+    chars_full_history: charsFullHistory,
+  };
+  if (json) io.log(printableJson({ budget, ...report }));
+  else printTable(io, report, runs, budget);
+}
 
 /** A support turn as Nimbus stores it: question, a tool call with provider_raw, its result, the answer. */
 function realisticTurn(t: number): StoredMessage[] {
@@ -220,6 +246,7 @@ function round(ms: number): number {
 }
 
 function printTable(
+  io: ScriptIo,
   report: {
     sizes: Array<Record<string, number>>;
     chars_per_request: number[];
@@ -228,23 +255,25 @@ function printTable(
   runs: number,
   budget: MemoryBudget,
 ) {
-  console.log(`Memory cost per question (${runs} runs each; ms)`);
-  console.log('   turns   load+build median   p95   save median   full load+build median');
+  io.log(`Memory cost per question (${runs} runs each; ms)`);
+  io.log('   turns   load+build median   p95   save median   full load+build median');
   for (const s of report.sizes) {
-    console.log(
+    io.log(
       `${String(s.turns).padStart(8)}   ${String(s.load_ms_median).padStart(17)}   ${String(s.load_ms_p95).padStart(5)}   ${String(s.save_ms_median).padStart(11)}   ${String(s.full_load_ms_median).padStart(22)}`,
     );
   }
-  console.log(
+  io.log(
     `\nCharacters sent per request over a 30-turn conversation (budget ${budget.maxChars} chars, the last ${budget.recentTurns} turns full; ~4 chars per token)`,
   );
-  console.log('   turn   with buildContext   full history');
+  io.log('   turn   with buildContext   full history');
   report.chars_per_request.forEach((chars, i) => {
     if (i % 5 === 4 || i === 0) {
       const full = report.chars_full_history[i];
-      console.log(
+      io.log(
         `${String(i + 1).padStart(7)}   ${`${chars} (~${Math.round(chars / 4)} tok)`.padStart(17)}   ${`${full} (~${Math.round(full / 4)} tok)`.padStart(12)}`,
       );
     }
   });
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

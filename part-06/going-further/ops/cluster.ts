@@ -1,6 +1,13 @@
 // Going further: a real 3-node MariaDB Galera cluster on this machine, `npx tsx cluster.ts start|stop|status|restart <node>`.
 import path from 'node:path';
-import { dim, parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
+import {
+  dim,
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../../shared/cli.ts';
 import { ROOT_DIR } from '../../../shared/config.ts';
 import { commandFor, displayPath } from '../../../shared/hints.ts';
 import { printable } from '../../../shared/text.ts';
@@ -14,7 +21,8 @@ import {
   type Rejoin,
 } from './local-cluster.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, 'start|stop|status|restart <node>…')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, 'start|stop|status|restart <node>…', io)}
 
 Runs a real 3-node MariaDB Galera cluster on 127.0.0.1, from Debian's galera-4, rsync and
 mariadb-server packages (apt-get install galera-4 rsync mariadb-server):
@@ -24,6 +32,7 @@ mariadb-server packages (apt-get install galera-4 rsync mariadb-server):
           and waits until each has caught up with the others
   stop    stops every node and deletes the cluster's folder with all its data
 The cluster lives in CLUSTER_DIR (default: .cluster in the repository root).`;
+}
 
 const COMMANDS = ['start', 'stop', 'status', 'restart'];
 
@@ -34,8 +43,8 @@ const HOW: Record<Rejoin['transfer'], string> = {
   none: 'had missed nothing',
 };
 
-await runMain(async () => {
-  const { positionals } = parseFlags({ options: {}, allowPositionals: true });
+export async function main(io: ScriptIo): Promise<number | void> {
+  const { positionals } = parseFlags({ args: io.args, options: {}, allowPositionals: true });
   const [command, ...nodes] = positionals;
   if (command === undefined)
     throw new UsageError('Give one command: start, stop, status or restart <node>.');
@@ -53,37 +62,37 @@ await runMain(async () => {
       `A node is given by its number, like 2 (got "${printable(bad, { singleLine: true })}").`,
     );
   // CLUSTER_DIR: where the nodes' datadirs live; a relative path is taken from the repository root.
-  const dir = path.resolve(ROOT_DIR, process.env.CLUSTER_DIR?.trim() || '.cluster');
+  const dir = path.resolve(ROOT_DIR, io.env.CLUSTER_DIR?.trim() || '.cluster');
   try {
-    if (command === 'start') await start(dir);
-    else if (command === 'stop') await stop(dir);
-    else if (command === 'restart') await restart(dir, nodes.map(Number));
-    else await status(dir);
+    if (command === 'start') await start(io, dir);
+    else if (command === 'stop') await stop(io, dir);
+    else if (command === 'restart') await restart(io, dir, nodes.map(Number));
+    else await status(io, dir);
   } catch (error) {
     if (!(error instanceof ClusterError)) throw error;
-    console.error(printable(error.message));
+    io.error(printable(error.message));
     return 1;
   }
-}, USAGE);
-
-async function start(dir: string): Promise<void> {
-  const info = await startCluster(dir, { log: (line) => console.log(dim(line)) });
-  if (info.alreadyRunning)
-    console.log(`A cluster is already running in ${displayPath(dir)} (since ${info.startedAt}).`);
-  await status(dir);
-  console.log(`\nTo use it, put this line in .env:\nDB_HOSTS=${clusterHosts(info)}`);
-  console.log(`\nStop it, deleting its data, with: ${commandFor(import.meta.url, 'stop')}`);
 }
 
-async function status(dir: string): Promise<void> {
+async function start(io: ScriptIo, dir: string): Promise<void> {
+  const info = await startCluster(dir, { log: (line) => io.log(dim(line, io.stdout)) });
+  if (info.alreadyRunning)
+    io.log(`A cluster is already running in ${displayPath(dir, io)} (since ${info.startedAt}).`);
+  await status(io, dir);
+  io.log(`\nTo use it, put this line in .env:\nDB_HOSTS=${clusterHosts(info)}`);
+  io.log(`\nStop it, deleting its data, with: ${commandFor(import.meta.url, 'stop', io)}`);
+}
+
+async function status(io: ScriptIo, dir: string): Promise<void> {
   const nodes = await clusterStatus(dir);
   if (!nodes) {
-    console.log(
-      `No cluster in ${displayPath(dir)}. Start one with ${commandFor(import.meta.url, 'start')}.`,
+    io.log(
+      `No cluster in ${displayPath(dir, io)}. Start one with ${commandFor(import.meta.url, 'start', io)}.`,
     );
     return;
   }
-  console.log(`Cluster in ${displayPath(dir)}:`);
+  io.log(`Cluster in ${displayPath(dir, io)}:`);
   for (const node of nodes) {
     const state = !node.running
       ? 'not running'
@@ -91,23 +100,23 @@ async function status(dir: string): Promise<void> {
         ? `${node.state}, cluster size ${node.clusterSize}`
         : `running but not answering (${node.problem})`;
     const pid = node.pid ? `pid ${node.pid}  ` : '';
-    console.log(`  node ${node.node}  127.0.0.1:${node.sqlPort}  ${pid}${state}`);
+    io.log(`  node ${node.node}  127.0.0.1:${node.sqlPort}  ${pid}${state}`);
   }
 }
 
-async function restart(dir: string, nodes: number[]): Promise<void> {
+async function restart(io: ScriptIo, dir: string, nodes: number[]): Promise<void> {
   const rejoins = await restartNodes(dir, nodes);
   for (const r of rejoins)
-    console.log(
+    io.log(
       `Node ${r.node} is Synced again after ${(r.ms / 1000).toFixed(1)} s: it ${HOW[r.transfer]}.`,
     );
-  await status(dir);
+  await status(io, dir);
 }
 
-async function stop(dir: string): Promise<void> {
+async function stop(io: ScriptIo, dir: string): Promise<void> {
   const report = await stopCluster(dir);
   if (!report.removed) {
-    console.log(`No cluster in ${displayPath(dir)}; nothing to stop.`);
+    io.log(`No cluster in ${displayPath(dir, io)}; nothing to stop.`);
     return;
   }
   const stopped = report.stopped.length
@@ -117,7 +126,9 @@ async function stop(dir: string): Promise<void> {
     ? ` (${report.killed.join(', ')} did not stop within 30 s and had to be killed)`
     : '';
   const megabytes = Math.round(report.removed.bytes / 1e6);
-  console.log(
-    `${stopped}${killed}; deleted ${displayPath(report.removed.dir)} and its ${megabytes} MB of data.`,
+  io.log(
+    `${stopped}${killed}; deleted ${displayPath(report.removed.dir, io)} and its ${megabytes} MB of data.`,
   );
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

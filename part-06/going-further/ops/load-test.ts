@@ -8,13 +8,21 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
-import { parseFlags, runMain, UsageError } from '../../../shared/cli.ts';
-import { dbSettings, logDir as traceDir, type LlmSettings } from '../../../shared/config.ts';
+import {
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../../shared/cli.ts';
+import { logDir as traceDir, type LlmSettings } from '../../../shared/config.ts';
 import {
   closePool,
   connectionOptions,
+  Database,
+  databaseSettings,
   explainDatabaseError,
-  useDatabase,
+  withDatabase,
 } from '../../../shared/db.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
@@ -25,7 +33,8 @@ import { leaseFence, withConversationLock } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 
-const USAGE = `Usage: ${commandFor(import.meta.url, '[--customers=1,8,32,128] [--turns=4] [--pace=300] [--spread] [--json]')}
+export function usage(io: ScriptIo): string {
+  return `Usage: ${commandFor(import.meta.url, '[--customers=1,8,32,128] [--turns=4] [--pace=300] [--spread] [--json]', io)}
 
 Creates a scratch database on the server in .env (DB_HOST, or the cluster in DB_HOSTS), and for each
 number of customers K answers K conversations at once, --turns questions each, through the full agent
@@ -36,6 +45,7 @@ server in DB_HOSTS, each preferring its own node (writers spread), instead of on
 --cut-connections=<ms> kills one of the run's database connections every <ms> ms (as a restart or a
 network blip would) and then counts the turns answered, stored, lost and stored twice, and each
 process's memory before and after. The scratch database is dropped at the end.`;
+}
 
 /** What one process measured: durations in milliseconds. */
 interface Measured {
@@ -51,8 +61,9 @@ interface Measured {
   conversations: string[];
 }
 
-await runMain(async () => {
+export async function main(io: ScriptIo): Promise<void> {
   const { values } = parseFlags({
+    args: io.args,
     options: {
       customers: { type: 'string', default: '1,8,32,128' },
       turns: { type: 'string', default: '4' },
@@ -75,32 +86,32 @@ await runMain(async () => {
     };
     const options = {
       llm,
-      logDir: traceDir(),
+      logDir: traceDir(io.env),
       quiet: true,
       callModel: pacedModel(pace),
     };
-    return worker(whole(values.worker, '--worker'), turns, options);
+    return worker(io, whole(values.worker, '--worker'), turns, options);
   }
   const sizes = values.customers.split(',').map((k) => whole(k, '--customers'));
   const cutEvery =
     values['cut-connections'] === undefined
       ? undefined
       : whole(values['cut-connections'], '--cut-connections');
-  const settings = dbSettings();
+  const settings = databaseSettings();
   const processes = values.spread ? settings.servers.length : 1;
   if (values.spread && processes < 2)
     throw new UsageError('--spread needs several servers in DB_HOSTS.');
 
   const database = `nimbus_load_${Date.now().toString(36)}`;
-  const log = values.json ? () => {} : (line: string) => console.error(line);
+  const log = values.json ? () => {} : (line: string) => io.error(line);
   log(`Working in the scratch database ${database} (dropped at the end).`);
   // The traces of the run go to a folder of their own, deleted with the database.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-load-'));
-  const env = { DB_NAME: database, LOG_DIR: logDir };
+  const env = { ...io.env, DB_NAME: database, LOG_DIR: logDir };
+  const scratch = new Database({ ...settings, database });
   const results = [];
   try {
-    await useDatabase(() => ({ ...dbSettings(), database })); // the scratch database, from now on
-    await ensureFullDatabase(() => {});
+    await withDatabase(scratch, () => ensureFullDatabase(() => {}));
     for (const k of sizes) {
       log(
         `${k} customer${k === 1 ? '' : 's'} at once, ${processes} process${processes === 1 ? '' : 'es'}…`,
@@ -117,14 +128,13 @@ await runMain(async () => {
       });
     }
   } finally {
-    await closePool();
+    await scratch.close();
     await dropDatabase(database);
     rmSync(logDir, { recursive: true, force: true });
   }
-  if (values.json)
-    return void console.log(printableJson({ pace_ms: pace, turns, processes, results }));
-  printTable(results, { pace, turns, processes, servers: settings.servers.length });
-}, USAGE);
+  if (values.json) return void io.log(printableJson({ pace_ms: pace, turns, processes, results }));
+  printTable(io, results, { pace, turns, processes, servers: settings.servers.length });
+}
 
 /**
  * The model, played by this script: each question gets a tool call, then an answer, each after `pace`
@@ -159,7 +169,7 @@ function runWorker(
   customers: number,
   { turns, pace }: { turns: number; pace: number },
   servers: Array<{ host: string; port: number }>,
-  env: Record<string, string>,
+  env: Record<string, string | undefined>,
 ): Promise<Measured> {
   if (customers === 0)
     return Promise.resolve({
@@ -178,7 +188,7 @@ function runWorker(
     process.execPath,
     ['--import', 'tsx', script, `--worker=${customers}`, `--turns=${turns}`, `--pace=${pace}`],
     {
-      env: { ...process.env, ...env, DB_HOSTS: hosts },
+      env: { ...env, DB_HOSTS: hosts },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -196,6 +206,7 @@ function runWorker(
 
 /** In a worker: `customers` conversations at once, `turns` questions each, timing the store. */
 async function worker(
+  io: ScriptIo,
   customers: number,
   turns: number,
   agent: Omit<AgentOptions, 'store'>,
@@ -238,7 +249,7 @@ async function worker(
   measured.seconds = (performance.now() - started) / 1000;
   measured.rss[1] = megabytes(process.memoryUsage().rss);
   await closePool();
-  console.log(JSON.stringify(measured));
+  io.log(JSON.stringify(measured));
 }
 
 /** The store, timing each load and each save into `measured`. */
@@ -281,41 +292,42 @@ function summary(customers: number, parts: Measured[]) {
 }
 
 function printTable(
+  io: ScriptIo,
   results: Array<ReturnType<typeof summary> & Partial<Awaited<ReturnType<typeof storedOnce>>>>,
   run: { pace: number; turns: number; processes: number; servers: number },
 ): void {
   const where = run.servers > 1 ? `a cluster of ${run.servers}` : 'one server';
-  console.log(
+  io.log(
     `Against ${where}, ${run.processes} process${run.processes === 1 ? '' : 'es'}; the model takes ${run.pace} ms per call, 2 calls per question, ${run.turns} questions per customer.\n`,
   );
-  console.log(
+  io.log(
     '| customers | turns/s | load p50 | load p95 | save p50 | save p95 | lock waits | errors |',
   );
-  console.log(
+  io.log(
     '| --------: | ------: | -------: | -------: | -------: | -------: | ---------: | -----: |',
   );
   for (const r of results)
-    console.log(
+    io.log(
       `| ${r.customers} | ${r.turns_per_second} | ${r.load_ms_p50} ms | ${r.load_ms_p95} ms | ${r.save_ms_p50} ms | ${r.save_ms_p95} ms | ${r.lock_waits} | ${r.errors} |`,
     );
   const cut = results.filter((r) => 'killed' in r) as Array<
     Awaited<ReturnType<typeof storedOnce>> & { customers: number }
   >;
   if (cut.length) {
-    console.log(
+    io.log(
       '\n| customers | connections killed | answered | stored | lost | stored twice | memory (MB) before → after |',
     );
-    console.log(
+    io.log(
       '| --------: | -----------------: | -------: | -----: | ---: | -----------: | -------------------------- |',
     );
     for (const r of cut)
-      console.log(
+      io.log(
         `| ${r.customers} | ${r.killed} | ${r.answered} | ${r.stored} | ${r.lost} | ${r.doubled} | ${r.rss_mb} |`,
       );
   }
   const failed = results.find((r) => r.first_error);
   if (failed)
-    console.log(`\nFirst error (${failed.customers} customers): ${printable(failed.first_error!)}`);
+    io.log(`\nFirst error (${failed.customers} customers): ${printable(failed.first_error!)}`);
 }
 
 /** Customers of process `p` of `n`: K split as evenly as it goes. */
@@ -413,3 +425,5 @@ async function storedOnce(database: string, parts: Measured[], killed: number) {
     await admin.end();
   }
 }
+
+if (startedDirectly(import.meta.url)) await runMain(main, usage);

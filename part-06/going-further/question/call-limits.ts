@@ -19,7 +19,7 @@ export const DEFAULT_MAX_TOOL_CALLS = 16;
 export const MAX_SEARCHES_PER_QUESTION = 4;
 
 /** Read once at start, by the entry script. */
-export function maxToolCallsPerReply(env?: Env): number {
+export function maxToolCallsPerReply(env: Env): number {
   return integerSetting('MAX_TOOL_CALLS_PER_REPLY', DEFAULT_MAX_TOOL_CALLS, 1, { max: 1_000, env });
 }
 

@@ -17,7 +17,7 @@ export interface RunBudget {
  * question takes about 10,000 to 20,000 tokens (instructions, tools, memory, two or three model calls),
  * so 2,000,000 tokens lets them all through on a normal day and stops a runaway one.
  */
-export function runBudget(env?: Env): RunBudget {
+export function runBudget(env: Env): RunBudget {
   return {
     maxQuestions: integerSetting('MAX_QUESTIONS_PER_RUN', 100, 1, { env }),
     maxTokens: integerSetting('MAX_TOKENS_PER_RUN', 2_000_000, 1, { env }),

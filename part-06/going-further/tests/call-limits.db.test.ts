@@ -113,7 +113,7 @@ describe('MAX_TOOL_CALLS_PER_REPLY', () => {
   it.each(['0', '1001', 'many'])('=%s is one sentence naming it', (value) => {
     process.env.MAX_TOOL_CALLS_PER_REPLY = value;
     try {
-      expect(() => maxToolCallsPerReply()).toThrow(
+      expect(() => maxToolCallsPerReply(process.env)).toThrow(
         new ConfigError(
           `MAX_TOOL_CALLS_PER_REPLY must be a whole number from 1 to 1000 (it is "${value}"). Fix it in .env.`,
         ),

@@ -68,7 +68,7 @@ describe('conversations belong to their customer', () => {
     await saveNote(zoe, zoes[0], 'Zoe prefers letters.', null);
     await saveNote(1, mayas, 'Maya keeps this one.', null);
     for (const id of [...zoes, mayas])
-      expect(existsSync(conversationTraceFile(logDir(), id))).toBe(true);
+      expect(existsSync(conversationTraceFile(logDir(process.env), id))).toBe(true);
     const run = await runInProcess(FORGET, ['--customer=Zoe.Mixed@Example.com', '--yes'], { env });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n').at(-1)).toBe(
@@ -82,8 +82,9 @@ describe('conversations belong to their customer', () => {
         "SELECT c.id FROM conversations c JOIN customers cu ON cu.id = c.customer_id WHERE cu.name = 'Zoe Mixed'",
       ),
     ).toEqual([]);
-    for (const id of zoes) expect(existsSync(conversationTraceFile(logDir(), id))).toBe(false);
-    expect(existsSync(conversationTraceFile(logDir(), mayas))).toBe(true);
+    for (const id of zoes)
+      expect(existsSync(conversationTraceFile(logDir(process.env), id))).toBe(false);
+    expect(existsSync(conversationTraceFile(logDir(process.env), mayas))).toBe(true);
     expect(await query('SELECT id FROM conversations WHERE id = ?', [mayas])).toHaveLength(1);
   });
 });

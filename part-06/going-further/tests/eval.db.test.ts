@@ -8,6 +8,7 @@ import { connectionOptions } from '../../../shared/db.ts';
 import { llmSettings } from '../../../shared/config.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type ChatView } from '../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { collect, runScript, startScript } from '../../../shared/testing/run-script.ts';
 import { parseScenarios } from '../eval/scenario-file.ts';
 import { carefulModel, carelessModel } from './scripted-models.ts';
@@ -207,7 +208,8 @@ describe('npm run eval', () => {
       }),
     );
     // Typed in the folder that holds it, through npm run (which starts the script at the root and says where it was typed).
-    const result = await runScript(EVAL, ['--scenarios=bad.json'], { env: { INIT_CWD: dir } });
+    const npmRun = { INIT_CWD: dir, npm_lifecycle_event: 'eval' };
+    const result = await runInProcess(EVAL, ['--scenarios=bad.json'], { env: npmRun });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
       'bad.json: scenarios[0] ("x").expect[0].turn must be a turn number from 1 to 1 (turns count from 1 across sittings).',
@@ -216,10 +218,10 @@ describe('npm run eval', () => {
   });
 
   it('without a key says what the chat says (exit 1)', async () => {
-    const result = await runScript(EVAL, ['--only=order-status']);
+    const result = await runInProcess(EVAL, ['--only=order-status']);
     const said = (() => {
       try {
-        llmSettings();
+        llmSettings(process.env);
       } catch (error) {
         return (error as Error).message;
       }

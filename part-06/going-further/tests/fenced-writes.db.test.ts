@@ -40,7 +40,7 @@ describe('an erasure that takes the conversation while its question runs', () =>
     const earlier = fullSession(maya, fake.llm('gemini'));
     await earlier.ask('Hi');
     const id = earlier.conversation.id;
-    const trace = conversationTraceFile(logDir(), id);
+    const trace = conversationTraceFile(logDir(process.env), id);
 
     // The model answers slowly, then asks for a ticket holding the customer's words.
     let release!: () => void;

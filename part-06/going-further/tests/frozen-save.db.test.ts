@@ -111,7 +111,7 @@ afterAll(() => db.drop());
  * environment that points a program at both, and what closes them.
  */
 async function freezingOn(moment: Moment) {
-  const { host, port } = dbSettings();
+  const { host, port } = dbSettings(process.env);
   const proxy = await startPausableProxy(host, port);
   const fake = await startFakeProvider();
   scriptReplies(fake, moment);

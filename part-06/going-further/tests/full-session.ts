@@ -21,7 +21,7 @@ export function fullSession(
 ): TestSession {
   const options: AgentOptions = {
     llm,
-    logDir: logDir(),
+    logDir: logDir(process.env),
     store: hardenedStore(DEFAULT_BUDGET, storeOptions),
     ...leaseFence,
     quiet: true,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../shared/config.ts';
-import { connectionOptions, useDatabase } from '../../../shared/db.ts';
+import { connectionOptions, Database, withDatabase } from '../../../shared/db.ts';
 import {
   startFakeProvider,
   type ChatView,
@@ -23,7 +23,7 @@ const scenarios = parseScenarios(readFileSync(BUILT_IN, 'utf8'), 'scenarios.json
 let admin: mysql.Connection;
 let logDir: string;
 beforeAll(async () => {
-  admin = await mysql.createConnection(connectionOptions());
+  admin = await mysql.createConnection(connectionOptions(dbSettings(process.env)));
   logDir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-eval-'));
 });
 afterAll(async () => {
@@ -37,7 +37,7 @@ async function runAll(model: typeof carefulModel, provider: ProviderName, only?:
   const llm = fake.llm(provider);
   // What run-sitting.ts does in its own process: the pool opened on the trial's database.
   const inProcess: SittingRunner = async (input, database) => {
-    const previous = await useDatabase(() => ({ ...dbSettings(), database }));
+    const trialDatabase = new Database({ ...dbSettings(process.env), database });
     try {
       const settings = {
         llm,
@@ -46,9 +46,9 @@ async function runAll(model: typeof carefulModel, provider: ProviderName, only?:
         notesMaxChars: 1500,
         maxToolCalls: 16,
       };
-      return await runSitting(input, settings, () => {});
+      return await withDatabase(trialDatabase, () => runSitting(input, settings, () => {}));
     } finally {
-      await useDatabase(previous);
+      await trialDatabase.close();
     }
   };
   // A prefix of its own: eval.db.test.ts, beside it, looks for the eval's nimbus_eval_ databases.

@@ -1,7 +1,7 @@
 // A COMMIT whose answer never came, and connections cut mid-question: what happened is looked up, never guessed; nothing is stored twice or lost, and the question goes on.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../shared/config.ts';
-import { closePool, query } from '../../../shared/db.ts';
+import { query, useDatabase } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { startPausableProxy, type PausableProxy } from '../../../shared/testing/pausable-proxy.ts';
@@ -16,22 +16,17 @@ const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let proxy: PausableProxy;
-let port: string | undefined;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
   await ensureFullDatabase(() => {});
-  proxy = await startPausableProxy(dbSettings().host, dbSettings().port);
+  proxy = await startPausableProxy(dbSettings(process.env).host, dbSettings(process.env).port);
   // From here on this file's statements go through the proxy.
-  port = process.env.DB_PORT;
-  process.env.DB_PORT = String(proxy.port);
-  await closePool();
+  await useDatabase(dbSettings({ ...process.env, DB_PORT: String(proxy.port) }));
 });
 afterAll(async () => {
-  await closePool();
-  if (port === undefined) delete process.env.DB_PORT;
-  else process.env.DB_PORT = port;
+  await useDatabase(dbSettings(process.env));
   await proxy.close();
   await fake.close();
   await db.drop();

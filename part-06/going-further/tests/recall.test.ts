@@ -116,11 +116,11 @@ describe('MEMORY_NOTES_MAX_CHARS', () => {
     const before = process.env.MEMORY_NOTES_MAX_CHARS;
     try {
       delete process.env.MEMORY_NOTES_MAX_CHARS;
-      expect(notesBudget()).toBe(1500);
+      expect(notesBudget(process.env)).toBe(1500);
       process.env.MEMORY_NOTES_MAX_CHARS = '0';
-      expect(notesBudget()).toBe(0);
+      expect(notesBudget(process.env)).toBe(0);
       process.env.MEMORY_NOTES_MAX_CHARS = 'lots';
-      expect(() => notesBudget()).toThrow(
+      expect(() => notesBudget(process.env)).toThrow(
         new ConfigError(
           'MEMORY_NOTES_MAX_CHARS must be a whole number of at least 0 (it is "lots"). Fix it in .env.',
         ),

@@ -39,7 +39,7 @@ describe('going further’s setup.ts --yes while a question is being answered', 
     const session = fullSession(maya, fake.llm('gemini'));
     await session.ask('Hi');
     const id = session.conversation.id;
-    const trace = conversationTraceFile(logDir(), id);
+    const trace = conversationTraceFile(logDir(process.env), id);
 
     let release!: () => void;
     fake.reply({ text: 'Shipped.', gate: new Promise<void>((resolve) => (release = resolve)) });
@@ -108,6 +108,6 @@ describe('going further’s setup.ts --yes while a question is being answered', 
       [id, id],
     );
     expect(rows[0]).toMatchObject({ conversations: 0, messages: 0 });
-    expect(existsSync(conversationTraceFile(logDir(), id))).toBe(false);
+    expect(existsSync(conversationTraceFile(logDir(process.env), id))).toBe(false);
   });
 });

@@ -66,7 +66,7 @@ describe.each(['gemini', 'openai'] as const)('a model writing too much, with %s'
       {
         llm: fake.llm(provider),
         store: hardenedStore(DEFAULT_BUDGET),
-        logDir: logDir(),
+        logDir: logDir(process.env),
         quiet: true,
       },
     );

@@ -1,7 +1,7 @@
 // Going further: a step is stored once whatever its COMMIT's fate, even a COMMIT that lands after the app gave up on it and looked, and the chat goes on saving; a ticket whose COMMIT answer was lost is found, not apologised for.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../shared/config.ts';
-import { closePool, query } from '../../../shared/db.ts';
+import { query, useDatabase } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { startPausableProxy, type PausableProxy } from '../../../shared/testing/pausable-proxy.ts';
@@ -13,24 +13,20 @@ const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let proxy: PausableProxy;
-let port: string | undefined;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
   db = await createScratchDatabase();
   await ensureFullDatabase(() => {});
-  proxy = await startPausableProxy(dbSettings().host, dbSettings().port);
+  proxy = await startPausableProxy(dbSettings(process.env).host, dbSettings(process.env).port);
   // From here on this file's statements go through the proxy, and a COMMIT held there is given up
-  // on after 4 s (fresh-env.ts gives the next file the environment back).
-  port = process.env.DB_PORT;
-  process.env.DB_PORT = String(proxy.port);
-  process.env.DB_TIMEOUT_SECONDS = '4';
-  await closePool();
+  // on after 4 s (handed in as an entry script would).
+  await useDatabase(
+    dbSettings({ ...process.env, DB_PORT: String(proxy.port), DB_TIMEOUT_SECONDS: '4' }),
+  );
 });
 afterAll(async () => {
-  await closePool();
-  if (port === undefined) delete process.env.DB_PORT;
-  else process.env.DB_PORT = port;
+  await useDatabase(dbSettings(process.env));
   await proxy.close();
   await fake.close();
   await db.drop();
