@@ -1,6 +1,7 @@
 // The pool under faults (issue #30): broken connections cost nothing, transient refusals are tried again.
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runWith, scriptIo, type ScriptIo } from '../cli.ts';
 import { dbSettings } from '../config.ts';
 import {
   closePool,
@@ -43,6 +44,48 @@ describe('the pool', () => {
       });
     } finally {
       await database.close();
+    }
+  });
+});
+
+describe('two scripts in one process', () => {
+  it('each use the database their own settings name, even while both are working', async () => {
+    const other = await createScratchDatabase({ use: false });
+    const io = (name: string) =>
+      scriptIo({
+        args: [],
+        env: { ...process.env, DB_NAME: name },
+        cwd: process.cwd(),
+        entry: '',
+        stdin: process.stdin,
+        stdout: process.stdout,
+        stderr: process.stderr,
+      });
+    // Each reads its database's name, then again after the other has started: never the other's.
+    let bothStarted!: () => void;
+    const started = new Promise<void>((resolve) => (bothStarted = resolve));
+    let running = 0;
+    const seen: Record<string, string[]> = {};
+    const main = async (script: ScriptIo) => {
+      const name = script.env.DB_NAME!;
+      const read = async () =>
+        (await query<Array<{ name: string }>>('SELECT DATABASE() AS name'))[0].name;
+      seen[name] = [await read()];
+      if (++running === 2) bothStarted();
+      await started;
+      seen[name].push(await read());
+    };
+    try {
+      const codes = await Promise.all(
+        [db.name, other.name].map((name) => runWith(main, '', io(name))),
+      );
+      expect(codes).toEqual([0, 0]);
+      expect(seen).toEqual({
+        [db.name]: [db.name, db.name],
+        [other.name]: [other.name, other.name],
+      });
+    } finally {
+      await other.drop();
     }
   });
 });
