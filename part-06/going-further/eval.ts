@@ -2,6 +2,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -27,9 +28,12 @@ import { childSittings } from './eval/child-sitting.ts';
 import { evalProgress } from './eval/progress.ts';
 import { failures, summarize, table, totals, type Prices } from './eval/report.ts';
 import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-file.ts';
-import { runTrial, ScratchDatabases, type TrialRecord } from './eval/trial.ts';
+import { TOOL_NAMES } from './eval/sitting.ts';
+import { runTrial, ScratchDatabases, type SittingRunner, type TrialRecord } from './eval/trial.ts';
 
 const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
+/** Ctrl-C, a kill, or the terminal closed: each drops the scratch database before leaving. */
+const STOP_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--trials=K] [--scenarios=FILE] [--only=ID,…]', io)}
@@ -60,13 +64,15 @@ export async function main(io: ScriptIo): Promise<number> {
       `--trials must be a whole number from 1 to 99 (got "${printable(tries, { singleLine: true })}").`,
     );
   const k = Number(tries);
+  if (values.scenarios !== undefined && !values.scenarios.trim())
+    throw new UsageError('--scenarios needs the name of a scenario file.');
   const [file, shownAs] = values.scenarios
     ? [
         path.resolve(learnerDir(io), values.scenarios),
         printable(values.scenarios, { singleLine: true }),
       ]
     : [BUILT_IN, 'the built-in scenarios'];
-  let scenarios = parseScenarios(readScenarioFile(file, shownAs), shownAs);
+  let scenarios = parseScenarios(readScenarioFile(file, shownAs), shownAs, TOOL_NAMES);
   if (values.only !== undefined) scenarios = selectScenarios(scenarios, values.only, shownAs);
   // Settings are read once, here: without a key the eval says what the chat says.
   const llm = llmSettings(io.env);
@@ -127,7 +133,12 @@ async function runTrials(
   const databases = new ScratchDatabases(admin);
   const progress = evalProgress(runs.length * k, io.stderr);
   let child: ChildProcess | undefined;
-  const leave = async () => {
+  let stopping = false;
+  // A second Ctrl-C (or tsx passing the first one on again) must not end the process mid-drop: the
+  // handlers stay, and only the first signal starts leaving.
+  const leave = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
     progress.finish();
     if (child && child.exitCode === null) {
       child.kill('SIGTERM');
@@ -143,12 +154,14 @@ async function runTrials(
       io.error(
         `Stopped, but ${databases.names().join(', ')} could not be dropped (${printable(failed.message, { singleLine: true })}): drop ${databases.names().length === 1 ? 'it' : 'them'} with DROP DATABASE.`,
       );
-    process.exit(130);
+    process.exit(128 + osConstants.signals[signal]);
   };
-  process.once('SIGINT', leave);
-  process.once('SIGTERM', leave);
+  for (const signal of STOP_SIGNALS) process.on(signal, leave);
   // The sittings read the settings this process was given (.env included): the same provider and server.
-  const runSitting = childSittings(io.env, folder, (running) => (child = running));
+  const startSitting = childSittings(io.env, folder, (running) => (child = running));
+  // Once leaving, no sitting starts: one started after the drop would create its database again.
+  const runSitting: SittingRunner = (input, database) =>
+    stopping ? Promise.reject(new Error('Stopped.')) : startSitting(input, database);
   const trials: TrialRecord[] = [];
   try {
     for (const scenario of runs) {
@@ -166,8 +179,7 @@ async function runTrials(
     progress.finish();
     await databases.dropAll();
     await admin.end();
-    process.off('SIGINT', leave);
-    process.off('SIGTERM', leave);
+    for (const signal of STOP_SIGNALS) process.off(signal, leave);
   }
 }
 

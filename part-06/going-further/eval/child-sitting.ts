@@ -33,18 +33,24 @@ export function childSittings(
       child.on('error', reject);
       child.on('close', (code) => {
         running(undefined);
-        if (code === 0) {
-          try {
-            return resolve(JSON.parse(stdout.trim().split('\n').at(-1)!));
-          } catch {
-            return reject(new Error("The sitting's process printed no record of its turns."));
-          }
-        }
         if (code === null)
           return reject(new Error('The sitting was stopped by a signal (Ctrl-C).'));
-        // Its first line is the one sentence runMain said (a usage after it, for a usage error).
-        const said = stderr.split('\n').find((line) => line.trim());
-        reject(new Error(said ?? `The sitting's process ended with ${code}.`));
+        // Its last line is its record: the turns, or the one sentence that says why there are none.
+        const record = lastRecord(stdout);
+        if (code === 0 && record && !('error' in record)) return resolve(record);
+        if (record && 'error' in record) return reject(new Error(record.error));
+        const said = stderr.trim().split('\n').at(-1);
+        reject(
+          new Error(said || `The sitting's process ended with ${code} and printed no record.`),
+        );
       });
     });
+}
+
+function lastRecord(stdout: string): SittingResult | { error: string } | undefined {
+  try {
+    return JSON.parse(stdout.trim().split('\n').at(-1)!);
+  } catch {
+    return undefined;
+  }
 }

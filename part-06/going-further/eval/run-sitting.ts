@@ -18,17 +18,23 @@ starts it for each sitting, with DB_NAME naming the trial's scratch database.`;
 
 export async function main(io: ScriptIo): Promise<void> {
   parseFlags({ args: io.args, options: {} });
-  // Settings are read once, here, as the chat reads them.
-  const settings = {
-    llm: llmSettings(io.env),
-    logDir: ensureLogDir(io.env),
-    budget: memoryBudget(io.env),
-    notesMaxChars: notesBudget(io.env),
-    maxToolCalls: maxToolCallsPerReply(io.env),
-  };
-  const input = JSON.parse(await text(io.stdin)) as SittingInput;
-  const result = await runSitting(input, settings, (line) => io.error(line));
-  io.log(JSON.stringify(result));
+  try {
+    // Settings are read once, here, as the chat reads them.
+    const settings = {
+      llm: llmSettings(io.env),
+      logDir: ensureLogDir(io.env),
+      budget: memoryBudget(io.env),
+      notesMaxChars: notesBudget(io.env),
+      maxToolCalls: maxToolCallsPerReply(io.env),
+    };
+    const input = JSON.parse(await text(io.stdin)) as SittingInput;
+    const result = await runSitting(input, settings, (line) => io.error(line));
+    io.log(JSON.stringify(result));
+  } catch (error) {
+    // Said on stdout too, as the record's place: the eval shows this, not whatever stderr said first.
+    io.log(JSON.stringify({ error: error instanceof Error ? error.message : String(error) }));
+    throw error;
+  }
 }
 
 if (startedDirectly(import.meta.url)) await runMain(main, usage);

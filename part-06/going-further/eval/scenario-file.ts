@@ -41,8 +41,11 @@ const KINDS: Record<string, string[]> = {
   notAnswer: [],
 };
 
-/** Reads a scenario file's text; `source` is how messages name the file. Throws a UsageError. */
-export function parseScenarios(text: string, source: string): Scenario[] {
+/**
+ * Reads a scenario file's text; `source` is how messages name the file, `tools` the names of the tools
+ * Nimbus has (a misspelt one would fail every trial). Throws a UsageError.
+ */
+export function parseScenarios(text: string, source: string, tools: string[]): Scenario[] {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -50,12 +53,13 @@ export function parseScenarios(text: string, source: string): Scenario[] {
     throw new UsageError(`${source} is not valid JSON (${(error as Error).message}).`);
   }
   const file = record(data, source);
+  allowOnly(file, ['scenarios'], source);
   const list = file.scenarios;
   if (!Array.isArray(list) || list.length === 0)
     throw new UsageError(`${source} needs "scenarios": a list of at least one scenario.`);
   const seen = new Set<string>();
   return list.map((item, i) => {
-    const scenario = checkScenario(item, `${source}: scenarios[${i}]`);
+    const scenario = checkScenario(item, `${source}: scenarios[${i}]`, tools);
     if (seen.has(scenario.id))
       throw new UsageError(`${source}: scenarios[${i}] repeats the id "${scenario.id}".`);
     seen.add(scenario.id);
@@ -63,7 +67,7 @@ export function parseScenarios(text: string, source: string): Scenario[] {
   });
 }
 
-function checkScenario(item: unknown, at: string): Scenario {
+function checkScenario(item: unknown, at: string, tools: string[]): Scenario {
   const s = record(item, at);
   allowOnly(s, ['id', 'title', 'customer', 'sittings', 'newConversations', 'expect'], at);
   if (typeof s.id !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(s.id))
@@ -87,11 +91,11 @@ function checkScenario(item: unknown, at: string): Scenario {
   const turns = (sittings as string[][]).flat().length;
   if (!Array.isArray(s.expect) || s.expect.length === 0)
     throw new UsageError(`${here}.expect must be a list of at least one expectation.`);
-  const expect = s.expect.map((e, j) => checkExpectation(e, `${here}.expect[${j}]`, turns));
+  const expect = s.expect.map((e, j) => checkExpectation(e, `${here}.expect[${j}]`, turns, tools));
   return { ...(s as unknown as Scenario), expect };
 }
 
-function checkExpectation(item: unknown, at: string, turns: number): Expectation {
+function checkExpectation(item: unknown, at: string, turns: number, tools: string[]): Expectation {
   const e = record(item, at);
   const kind = Object.keys(e).find((key) => key in KINDS);
   if (!kind)
@@ -103,6 +107,10 @@ function checkExpectation(item: unknown, at: string, turns: number): Expectation
     throw new UsageError(`${at}.${kind} must be a non-empty text.`);
   if (['note', 'noNote', 'answer', 'notAnswer'].includes(kind))
     checkPattern(value, `${at}.${kind}`);
+  if ((kind === 'tool' || kind === 'noTool') && !tools.includes(value as string))
+    throw new UsageError(
+      `${at}.${kind} names "${printable(String(value), { singleLine: true })}", which is not a tool of Nimbus (its tools: ${tools.join(', ')}).`,
+    );
   if (e.args !== undefined) record(e.args, `${at}.args`);
   for (const key of ['turn', 'beforeTurn']) {
     const n = e[key];

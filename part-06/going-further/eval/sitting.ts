@@ -6,11 +6,19 @@ import type { MemoryBudget } from '../../context.ts';
 import { runAgent, type AgentOptions, type Outcome } from '../../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../../memory.ts';
 import { lookUpCustomer, type Customer } from '../../session.ts';
+import { TOOL_DEFINITIONS } from '../../tools.ts';
+import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { storeAndTools } from '../question/agent-options.ts';
 import { withCallLimits } from '../question/call-limits.ts';
 import { withConversationLock } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { ConversationDeleted } from '../store/hardened-store.ts';
+
+/** The names of the tools the full Nimbus has: those a scenario may expect to be called, or not. */
+export const TOOL_NAMES = [
+  ...TOOL_DEFINITIONS,
+  ...customerMemoryTools('').map((tool) => tool.definition),
+].map((definition) => definition.name);
 
 export interface SittingInput {
   customer: string;

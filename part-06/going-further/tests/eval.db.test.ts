@@ -10,13 +10,16 @@ import { createScratchDatabase, type ScratchDatabase } from '../../../shared/tes
 import { startFakeProvider, type ChatView } from '../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { collect, runScript, startScript } from '../../../shared/testing/run-script.ts';
+import { childSittings } from '../eval/child-sitting.ts';
 import { parseScenarios } from '../eval/scenario-file.ts';
+import { TOOL_NAMES } from '../eval/sitting.ts';
 import { carefulModel, carelessModel } from './scripted-models.ts';
 
 const EVAL = 'part-06/going-further/eval.ts';
 const builtIn = parseScenarios(
   readFileSync(new URL('../eval/scenarios.json', import.meta.url), 'utf8'),
   'scenarios.json',
+  TOOL_NAMES,
 );
 
 let named: ScratchDatabase; // what DB_NAME names: the eval must leave it as it is, empty
@@ -215,6 +218,21 @@ describe('npm run eval', () => {
       'bad.json: scenarios[0] ("x").expect[0].turn must be a turn number from 1 to 1 (turns count from 1 across sittings).',
     );
     expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it("says why a sitting could not run in the sitting's own sentence, not its setup's first line", async () => {
+    const fake = await startFakeProvider();
+    const store = await createScratchDatabase({ use: false });
+    try {
+      const sitting = childSittings({ ...process.env, ...fake.env('gemini') }, dir, () => {});
+      const input = { customer: 'nobody@example.com', turns: ['Hi'] };
+      await expect(sitting(input, store.name)).rejects.toThrow(
+        'There is no customer with the email nobody@example.com.',
+      );
+    } finally {
+      await store.drop();
+      await fake.close();
+    }
   });
 
   it('without a key says what the chat says (exit 1)', async () => {

@@ -13,12 +13,12 @@ import {
 } from '../../../shared/testing/fake-provider.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
 import { parseScenarios } from '../eval/scenario-file.ts';
-import { runSitting } from '../eval/sitting.ts';
+import { runSitting, TOOL_NAMES } from '../eval/sitting.ts';
 import { runTrial, ScratchDatabases, type SittingRunner } from '../eval/trial.ts';
 import { carefulModel, carelessModel } from './scripted-models.ts';
 
 const BUILT_IN = new URL('../eval/scenarios.json', import.meta.url);
-const scenarios = parseScenarios(readFileSync(BUILT_IN, 'utf8'), 'scenarios.json');
+const scenarios = parseScenarios(readFileSync(BUILT_IN, 'utf8'), 'scenarios.json', TOOL_NAMES);
 
 let admin: mysql.Connection;
 let logDir: string;

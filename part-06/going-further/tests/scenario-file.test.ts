@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseScenarios, selectScenarios } from '../eval/scenario-file.ts';
+import { TOOL_NAMES } from '../eval/sitting.ts';
 
 const text = readFileSync(new URL('../eval/scenarios.json', import.meta.url), 'utf8');
 
@@ -18,7 +19,7 @@ function withScenario(change: Record<string, unknown>): string {
 
 describe('the scenario file', () => {
   it('the built-in scenarios are valid, with the issue example among them', () => {
-    const scenarios = parseScenarios(text, 'scenarios.json');
+    const scenarios = parseScenarios(text, 'scenarios.json', TOOL_NAMES);
     expect(scenarios.find((s) => s.id === 'yes-after-resume')).toMatchObject({
       sittings: [
         ['Can I get a refund for order 1043?', 'What about my other order, 1042?'],
@@ -64,8 +65,16 @@ describe('the scenario file', () => {
       /^f\.json: scenarios\[0\] \("s1"\)\.expect\[0\]\.ticket has an unknown key "order" \(allowed: order_id, category, status, customer_id\)\.$/,
     ],
     [
-      withScenario({ expect: [{ tool: 'x', args: [1] }] }),
+      withScenario({ expect: [{ tool: 'get_order_status', args: [1] }] }),
       'f.json: scenarios[0] ("s1").expect[0].args must be an object ({ … }).',
+    ],
+    [
+      withScenario({ expect: [{ noTool: 'create_ticket' }] }),
+      /^f\.json: scenarios\[0\] \("s1"\)\.expect\[0\]\.noTool names "create_ticket", which is not a tool of Nimbus \(its tools: get_order_status, .*create_support_ticket/,
+    ],
+    [
+      JSON.stringify({ ...JSON.parse(withScenario({})), scenario: [] }),
+      'f.json has an unknown key "scenario" (allowed: scenarios).',
     ],
     [
       JSON.stringify({
@@ -77,11 +86,11 @@ describe('the scenario file', () => {
       'f.json: scenarios[1] repeats the id "s1".',
     ],
   ])('%s is refused', (file, sentence) => {
-    expect(() => parseScenarios(file, 'f.json')).toThrow(sentence);
+    expect(() => parseScenarios(file, 'f.json', TOOL_NAMES)).toThrow(sentence);
   });
 
   it('--only keeps the file order, and an unknown id is named with the ids there are', () => {
-    const scenarios = parseScenarios(text, 'scenarios.json');
+    const scenarios = parseScenarios(text, 'scenarios.json', TOOL_NAMES);
     const ids = selectScenarios(scenarios, 'follow-up, order-status', 'x').map((s) => s.id);
     expect(ids).toEqual(['order-status', 'follow-up']);
     expect(() => selectScenarios(scenarios, 'order-status,nope', 'the built-in scenarios')).toThrow(
