@@ -11,7 +11,7 @@ import { commandFor } from '../../shared/hints.ts';
 import { llmSettingsOrError, logDir } from '../../shared/config.ts';
 import { planReset, resetDatabase } from '../setup-database.ts';
 import { leasedConversations, takeLeases } from './question/lease.ts';
-import { deleteTraces } from './privacy/delete-conversations.ts';
+import { deleteTraces } from './privacy/trace-files.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 
 export function usage(io: ScriptIo): string {

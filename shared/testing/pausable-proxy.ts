@@ -35,8 +35,9 @@ export interface PausableProxy {
 
 /**
  * Listens on 127.0.0.1 and relays every connection to `host:port`. Frozen, it holds every byte back
- * without closing anything: the client sees a server that simply stops answering, which is what
- * SIGSTOP on the server, or a network that silently drops packets, looks like. Works in front of any
+ * without closing anything, not even in answer to a client closing its side: the client sees a server
+ * that simply stops answering, which is what SIGSTOP on the server, or a network that silently drops
+ * packets, looks like. Works in front of any
  * MySQL or MariaDB server, so the tests need no server of their own.
  */
 export async function startPausableProxy(host: string, port: number): Promise<PausableProxy> {
@@ -45,9 +46,12 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
   let late: Late | undefined; // see commitLate
   let freezeAt: { statements: RegExp[]; frozen: () => void } | undefined; // see freezeOn
   const pairs = new Set<[net.Socket, net.Socket]>();
-  const held: Array<[net.Socket, Buffer]> = []; // what arrived while frozen, and where it goes
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, host);
+  // What arrived while frozen, and where it goes: bytes, or the end of one direction ('end').
+  const held: Array<[net.Socket, Buffer | 'end']> = [];
+  // Half-open, as a real server's socket is: a client that ends its side is not answered with the
+  // end of the other until the server itself closes, which a frozen server never does.
+  const server = net.createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = net.connect({ port, host, allowHalfOpen: true });
     const pair: [net.Socket, net.Socket] = [client, upstream];
     pairs.add(pair);
     let cutAfterAnswer = false;
@@ -107,6 +111,10 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
         if (frozen) held.push([to, chunk]);
         else to.write(chunk);
       });
+      from.on('end', () => {
+        if (frozen) held.push([to, 'end']);
+        else to.end();
+      });
       // The server's end of a held COMMIT outlives the app's, which gave up on it.
       const keep = () => from === client && late?.upstream === upstream;
       from.on('error', () => keep() || to.destroy());
@@ -128,7 +136,11 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
       }),
     thaw: () => {
       frozen = false;
-      for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
+      for (const [to, chunk] of held.splice(0)) {
+        if (to.destroyed) continue;
+        if (chunk === 'end') to.end();
+        else to.write(chunk);
+      }
     },
     loseNextCommitAnswer: (statement = /^commit\b/i) => {
       loseCommitAnswer = statement;

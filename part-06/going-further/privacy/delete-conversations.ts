@@ -3,8 +3,7 @@
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, unlinkSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
 import type { ResultSetHeader } from 'mysql2';
 import { query } from '../../../shared/db.ts';
 import { describeConversation, type ConversationSummary } from '../../stored-conversations.ts';
@@ -25,6 +24,7 @@ import {
   type StaleNote,
 } from '../notes/notes-queries.ts';
 import { forgetNotes } from './delete-notes.ts';
+import { deleteTraceFile, oldOrphanTraces } from './trace-files.ts';
 
 export interface Removed {
   conversationId: string;
@@ -189,20 +189,10 @@ export interface PrunePlan {
 export async function planPrune(logDir: string, days: number): Promise<PrunePlan> {
   const conversations = await staleConversations(days);
   const expiring = new Set(conversations.map((c) => c.id));
-  const cutoff = Date.now() - days * 86_400_000;
-  const orphanTraces: string[] = [];
-
-  // Traces of conversations that no longer exist (deleted some other way, or never saved a turn).
-  for (const file of listTraceFiles(path.dirname(conversationTraceFile(logDir, 'x')))) {
-    const id = path.basename(file, '.jsonl');
-    if (expiring.has(id)) continue; // deleted with its conversation
-    if (lstatSync(file).mtimeMs < cutoff && !(await describeConversation(id)))
-      orphanTraces.push(file);
-  }
-  // Per-question traces written by the earlier chapters' ask.ts: they belong to no conversation.
-  for (const file of listTraceFiles(path.join(logDir, 'traces'))) {
-    if (lstatSync(file).mtimeMs < cutoff) orphanTraces.push(file);
-  }
+  // Traces of conversations that no longer exist (deleted some other way, or never saved a turn);
+  // those expiring now are deleted with their conversation.
+  const gone = async (id: string) => !expiring.has(id) && !(await describeConversation(id));
+  const orphanTraces = await oldOrphanTraces(logDir, Date.now() - days * 86_400_000, gone);
   return { conversations, orphanTraces, notes: await staleNotes(days) };
 }
 
@@ -257,13 +247,6 @@ function deletedTrace(logDir: string, conversationId: string): string | undefine
   return deleteTraceFile(file) ? file : undefined;
 }
 
-function listTraceFiles(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((name) => name.endsWith('.jsonl'))
-    .map((name) => path.join(dir, name));
-}
-
 /** The ids of every conversation of one customer. */
 async function conversationsOf(customerId: number): Promise<string[]> {
   const rows = await query<Array<{ id: string }>>(
@@ -305,20 +288,4 @@ async function deleteConversation(id: string, staleDays?: number): Promise<boole
     staleDays === undefined ? [id] : [id, staleDays],
   );
   return result.affectedRows > 0;
-}
-
-/** Deletes the trace files of these conversations (a reset); returns how many there were. */
-export function deleteTraces(dir: string, conversationIds: string[]): number {
-  return conversationIds.filter((id) => deleteTraceFile(conversationTraceFile(dir, id))).length;
-}
-
-/** Deletes one trace file; false if there was none. A link in its place goes itself: what it points to is not ours. */
-export function deleteTraceFile(file: string): boolean {
-  try {
-    unlinkSync(file); // never follows a link
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
 }

@@ -24,7 +24,7 @@ import {
   withTransaction,
 } from '../../../shared/db.ts';
 import type { AgentOptions } from '../../agent.ts';
-import { erasureSafeTraces } from '../privacy/trace-writer.ts';
+import { erasureSafeTraces } from '../privacy/trace-files.ts';
 
 /** How long a lease lasts unless renewed: a crashed process blocks its conversation this long at most. */
 export const LEASE_SECONDS = 30;
@@ -126,7 +126,7 @@ export const leaseFence: Required<Pick<AgentOptions, 'write' | 'appendLines'>> =
   // Trace lines are files, which cannot join the transaction: they are written only while this process
   // last knew the lease to be ours and unexpired. What remains is the window between a takeover and
   // this process's next renewal or fenced write (RENEW_MS at most). An erasure deletes the trace file
-  // after it took the lease, and the trace never creates a deleted file again (privacy/trace-writer.ts), so lines in
+  // after it took the lease, and the trace never creates a deleted file again (privacy/trace-files.ts), so lines in
   // that window are deleted with the file or not written; after a takeover by another question of the
   // same conversation (this process frozen past the expiry), they may sit beside that question's.
   appendLines: erasureSafeTraces((conversationId) => {

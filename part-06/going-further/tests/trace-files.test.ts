@@ -17,8 +17,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Trace } from '../../trace.ts';
-import { deleteTraceFile } from '../privacy/delete-conversations.ts';
-import { erasureSafeTraces } from '../privacy/trace-writer.ts';
+import { deleteTraceFile } from '../privacy/trace-files.ts';
+import { erasureSafeTraces } from '../privacy/trace-files.ts';
 
 let logs: string;
 beforeAll(() => {
