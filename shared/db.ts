@@ -17,6 +17,8 @@ export { DatabaseError } from './db-errors.ts';
 interface Server extends DbServer {
   pool?: Pool;
   skipUntil: number;
+  /** Until then, a server that left a statement unanswered for DB_TIMEOUT_SECONDS is not waited for again. */
+  silentUntil: number;
 }
 
 /**
@@ -40,7 +42,11 @@ export class Database {
   }
 
   get servers(): Server[] {
-    return (this.#servers ??= this.settings.servers.map((server) => ({ ...server, skipUntil: 0 })));
+    return (this.#servers ??= this.settings.servers.map((server) => ({
+      ...server,
+      skipUntil: 0,
+      silentUntil: 0,
+    })));
   }
 
   /**
@@ -54,7 +60,7 @@ export class Database {
     const ended = Promise.all(closing.map((pool) => pool.end().catch(() => {})));
     const late = new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref());
     await Promise.race([ended, late]);
-    for (const connection of this.opened) connection.destroy();
+    for (const connection of this.opened) destroy(connection);
     this.opened.clear();
   }
 }
@@ -172,7 +178,10 @@ function poolOf(database: Database, server: Server): Pool {
   return server.pool;
 }
 
-/** One connection to a server, not to a database (setup creates the database), the first that answers. */
+/**
+ * One connection to a server, not to a database (setup creates the database), the first that answers.
+ * Its statements, and its end, are bounded by our own clock as the pool's are (see bounded).
+ */
 export async function connectToServer(): Promise<mysql.Connection> {
   const settings = databaseSettings();
   let failure: unknown;
@@ -180,12 +189,36 @@ export async function connectToServer(): Promise<mysql.Connection> {
     try {
       const connection = await mysql.createConnection(connectionOptions(settings, server));
       for (const sql of sessionSetup(settings)) await connection.query(sql).catch(() => {});
-      return connection;
+      return bounded(connection, settings);
     } catch (error) {
       failure = error;
     }
   }
   throw explainDatabaseError(failure);
+}
+
+/**
+ * The connection, with each statement given up after DB_TIMEOUT_SECONDS (a frozen server never
+ * answers, and setup runs at every start) and its end after CLOSE_WAIT_MS. A statement that waits on
+ * purpose, GET_LOCK(?, seconds), gets its own wait on top.
+ */
+function bounded(connection: mysql.Connection, settings: DbSettings): mysql.Connection {
+  const query = connection.query.bind(connection) as (...args: unknown[]) => Promise<unknown>;
+  const end = connection.end.bind(connection);
+  const stop = () => destroy(connection);
+  const boundedQuery = (...args: unknown[]) => {
+    const sql = typeof args[0] === 'string' ? args[0] : String((args[0] as { sql?: string }).sql);
+    const waits = Number(/\bGET_LOCK\(\?, (\d+)\)/.exec(sql)?.[1] ?? 0) * 1000;
+    return unlessStopped(query(...args), { timeoutMs: settings.timeoutMs + waits }, stop).catch(
+      (error: Error) => {
+        throw error.message === 'stopped'
+          ? notAnsweredBy('so the statement was given up', settings)
+          : error;
+      },
+    );
+  };
+  const boundedEnd = () => unlessStopped(end(), { timeoutMs: CLOSE_WAIT_MS }, stop).catch(() => {});
+  return Object.assign(connection, { query: boundedQuery, end: boundedEnd }) as mysql.Connection;
 }
 
 /**
@@ -327,6 +360,19 @@ async function transaction<T>(
   }
 }
 
+/**
+ * Ends a connection now, its socket included. The driver's destroy() only half-closes the socket:
+ * it sends its end and waits for the server's, which a frozen server never sends, and a socket still
+ * open keeps the process alive after everything else is done.
+ */
+export function destroy(connection: { destroy(): void }): void {
+  connection.destroy();
+  // The promise API's connection wraps the driver's own, which holds the socket.
+  type Driver = { stream?: Socket; connection?: { stream?: Socket } };
+  const { stream, connection: inner } = connection as Driver;
+  (stream ?? inner?.stream)?.destroy();
+}
+
 /** A DatabaseError stays as it is; anything else the driver said becomes one sentence (or a bug passes). */
 function explain(error: unknown): unknown {
   return error instanceof DatabaseError ? error : explainDatabaseError(error);
@@ -371,8 +417,8 @@ function unlessStopped<T>(
  */
 function stopOnServer(database: Database, connection: PoolConnection, server: Server): void {
   const threadId = connection.threadId;
-  connection.destroy();
-  void killOnServer(threadId, database.settings, server);
+  destroy(connection);
+  void killOnServer(threadId, database, server);
 }
 
 /**
@@ -382,27 +428,34 @@ function stopOnServer(database: Database, connection: PoolConnection, server: Se
  */
 async function killOnServer(
   threadId: number | null,
-  settings: DbSettings,
-  server: DbServer,
+  database: Database,
+  server: Server,
 ): Promise<void> {
   const options = {
-    ...connectionOptions(settings, server),
+    ...connectionOptions(database.settings, server),
     connectTimeout: KILL_WAIT_MS,
   };
+  let killer: mysql.Connection;
   try {
-    const killer = await mysql.createConnection(options);
-    const kill = killer.query('KILL ?', [threadId]);
-    await unlessStopped(kill, { timeoutMs: KILL_WAIT_MS }, () => {}).finally(() =>
-      killer.destroy(),
-    );
-  } catch {
-    // Already gone, not ours to kill, or no answer: the lock wait timeout still ends that session.
+    killer = await mysql.createConnection(options);
+  } catch (error) {
+    // Not even a new connection is greeted: the server is frozen (or the network gone), so a
+    // question's next statements (its next tool, its save, giving its lease back) fail at once for a
+    // while, instead of each waiting DB_TIMEOUT_SECONDS again.
+    if ((error as { code?: string }).code === 'ETIMEDOUT')
+      server.silentUntil = Date.now() + database.settings.timeoutMs;
+    return;
   }
+  const kill = killer.query('KILL ?', [threadId]);
+  await unlessStopped(kill, { timeoutMs: KILL_WAIT_MS }, () => {})
+    // Already gone, not ours to kill, or no answer: the lock wait timeout still ends that session.
+    .catch(() => {})
+    .finally(() => destroy(killer));
 }
 
 /** A connection whose statement failed: back to its pool if it still works; if not, destroyed, and a server that is not ready is passed over for a while. */
 function drop(database: Database, connection: PoolConnection, server: Server, error: unknown) {
-  if (lostConnection(error) || notReady(error)) connection.destroy();
+  if (lostConnection(error) || notReady(error)) destroy(connection);
   else connection.release();
   if (notReady(error) || lostConnection(error)) skip(database, server);
 }
@@ -426,6 +479,8 @@ async function getConnection(
 ): Promise<{ connection: PoolConnection; server: Server }> {
   const deadline = Date.now() + database.settings.timeoutMs;
   const all = database.servers;
+  if (all.every((server) => server.silentUntil > Date.now()))
+    throw notAnswered('so nothing was written', database);
   // Servers that failed a moment ago go last, not out: if all of them failed, all are tried again.
   const order = [...all].sort(
     (a, b) => Number(a.skipUntil > Date.now()) - Number(b.skipUntil > Date.now()),
@@ -478,7 +533,7 @@ async function checked(
       stopOnServer(database, connection, server),
     );
   } catch (error) {
-    connection.destroy();
+    destroy(connection);
     throw error;
   }
 }

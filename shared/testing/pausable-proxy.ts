@@ -101,9 +101,11 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
       return false;
     };
     // The app gives up on a held COMMIT by dropping its connection (then it sends KILL).
-    client.on('close', () => {
+    const givenUp = () => {
       if (late?.stage === 'held' && late.client === client) late.stage = 'given up';
-    });
+    };
+    client.on('end', givenUp);
+    client.on('close', givenUp);
     for (const [from, to] of [pair, [upstream, client] as const]) {
       from.on('data', (chunk) => {
         if (from === upstream && cutAfterAnswer) return;
@@ -111,12 +113,13 @@ export async function startPausableProxy(host: string, port: number): Promise<Pa
         if (frozen) held.push([to, chunk]);
         else to.write(chunk);
       });
+      // The server's end of a held COMMIT outlives the app's, which gave up on it.
+      const keep = () => from === client && late?.upstream === upstream;
       from.on('end', () => {
+        if (keep()) return;
         if (frozen) held.push([to, 'end']);
         else to.end();
       });
-      // The server's end of a held COMMIT outlives the app's, which gave up on it.
-      const keep = () => from === client && late?.upstream === upstream;
       from.on('error', () => keep() || to.destroy());
       from.on('close', () => {
         if (!keep()) to.destroy();

@@ -1,9 +1,10 @@
 // Going further: a database that freezes at any moment of a question, the save above all: the process still
 // ends, in one line that says whether the step may have been saved, on the full Nimbus and the core.
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../shared/config.ts';
-import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
+import { Database, withDatabase } from '../../../shared/db.ts';
+import { createScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { startPausableProxy } from '../../../shared/testing/pausable-proxy.ts';
 import { collect, startScript } from '../../../shared/testing/run-script.ts';
@@ -27,6 +28,8 @@ interface Moment {
   code: number;
   /** The model first calls a tool, whose statement the freeze lands on. */
   tool?: boolean;
+  /** Before the chat's first prompt: it ends there, as ask.ts does. */
+  atStart?: boolean;
 }
 
 /** The model's replies for a moment: the answer, after a tool call if the freeze lands in a tool. */
@@ -39,6 +42,8 @@ function scriptReplies(fake: FakeProvider, moment: Moment): void {
 function momentsOf(history: RegExp, lease: boolean): Moment[] {
   const fails = { answered: false, says: NOT_ANSWERED, code: 1 };
   return [
+    // Setup checks the tables at every start, on a connection of its own.
+    { name: 'setting up', statements: [/^CREATE DATABASE/], ...fails, atStart: true },
     ...(lease
       ? [{ name: 'taking the lease', statements: [/^INSERT INTO question_leases/], ...fails }]
       : []),
@@ -97,25 +102,25 @@ const PROGRAMS = [
   },
 ];
 
-let db: ScratchDatabase;
-
-beforeAll(async () => {
-  db = await createScratchDatabase();
-  await ensureFullDatabase(() => {});
-});
-afterAll(() => db.drop());
-
 /**
- * A proxy and a model of its own for each run (the runs go side by side), the proxy freezing on
- * `statements` and never thawing while the program runs: the program must end by itself. Returns the
- * environment that points a program at both, and what closes them.
+ * A database, a proxy and a model of its own for each run (the runs go side by side), the proxy
+ * freezing on `statements` and never thawing while the program runs: the program must end by itself.
+ * (A database of its own: the server behind a frozen proxy keeps the run's transaction open, locks
+ * and all, as a frozen server would, and another run must not wait on them.) Returns the
+ * environment that points a program at all three, and what closes them.
  */
 async function freezingOn(moment: Moment) {
-  const { host, port } = dbSettings(process.env);
-  const proxy = await startPausableProxy(host, port);
+  const settings = dbSettings(process.env);
+  const db = await createScratchDatabase({ use: false });
+  const store = new Database({ ...settings, database: db.name });
+  await withDatabase(store, () => ensureFullDatabase(() => {})).finally(() => store.close());
+  const proxy = await startPausableProxy(settings.host, settings.port);
   const fake = await startFakeProvider();
   scriptReplies(fake, moment);
-  const close = () => Promise.all([proxy.close(), fake.close()]);
+  const close = async () => {
+    await Promise.all([proxy.close(), fake.close()]);
+    await db.drop();
+  };
   const env = {
     ...fake.env('gemini'),
     DB_NAME: db.name,
@@ -139,7 +144,7 @@ describe.concurrent.each(PROGRAMS)(
       if (moment.says) expect(result.stderr).toMatch(moment.says);
       if (moment.says === MAY_HAVE_BEEN_SAVED)
         expect(result.stderr).not.toMatch(/nothing was written/);
-      expect(result.code).toBe(moment.code);
+      expect(result.code, result.stderr).toBe(moment.code);
     });
 
     it.each(moments)("the chat's exit exits when the freeze lands on $name", async (moment) => {
@@ -153,8 +158,9 @@ describe.concurrent.each(PROGRAMS)(
       await close();
       if (moment.answered) expect(result.stdout).toContain(ANSWER);
       if (moment.says) expect(result.stderr).toMatch(moment.says);
+      if (moment.atStart) return expect(result.code, result.stderr).toBe(1);
       expect(result.stdout).toMatch(/\nBye!/);
-      expect(result.code).toBe(0);
+      expect(result.code, result.stderr).toBe(0);
     });
   },
 );
