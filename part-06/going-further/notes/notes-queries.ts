@@ -140,12 +140,16 @@ export interface DeletedNote {
 
 /**
  * Deletes notes of this customer: the listed ids, or all of them; with `staleDays`, only those still
- * stale at this moment (one may have been recalled since prune listed it). Returns what went.
+ * stale at this moment (one may have been recalled since prune listed it). Returns what went. A
+ * question's tool hands in its write path (`write`), so a question whose lease was taken deletes nothing.
  */
 export async function deleteNotes(
   customerId: number,
   which: number[] | 'all',
-  staleDays?: number,
+  {
+    staleDays,
+    write = withTransaction,
+  }: { staleDays?: number; write?: typeof withTransaction } = {},
 ): Promise<DeletedNote[]> {
   if (which !== 'all' && which.length === 0) return [];
   const where = [
@@ -158,7 +162,7 @@ export async function deleteNotes(
     ...(which === 'all' ? [] : [which]),
     ...(staleDays === undefined ? [] : [staleDays]),
   ];
-  return withTransaction(async (db) => {
+  return write(async (db) => {
     const [notes] = await db.query<Array<DeletedNote & RowDataPacket>>(
       `SELECT id, conversation_id FROM customer_notes WHERE ${where} ORDER BY id FOR UPDATE`,
       params,
@@ -204,10 +208,15 @@ export async function staleNotes(days: number): Promise<StaleNote[]> {
   return rows.map(({ expired, ...note }) => ({ ...note, reason: expired ? 'expired' : 'unused' }));
 }
 
-/** These notes were just sent with a question: prune.ts measures "not recalled for N days" from here. */
-export async function markRecalled(ids: number[]): Promise<void> {
+/**
+ * These notes were just sent with a question: prune.ts measures "not recalled for N days" from here.
+ * Written through the question's write path, as everything a question writes.
+ */
+export async function markRecalled(ids: number[], write: typeof withTransaction): Promise<void> {
   if (ids.length === 0) return;
-  await query('UPDATE customer_notes SET recalled_at = NOW(3) WHERE id IN (?)', [ids]);
+  await write((db) =>
+    db.query('UPDATE customer_notes SET recalled_at = NOW(3) WHERE id IN (?)', [ids]),
+  );
 }
 
 /** The conversation a note was said in was pruned: the note stays (it is still in use), its source goes. */

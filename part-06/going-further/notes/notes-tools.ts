@@ -137,7 +137,11 @@ function forgetNotesTool(logDir: string): Tool {
         return {
           error: `note_id must be a positive whole number (got ${JSON.stringify(args.note_id)}).`,
         };
-      const forgotten = await forgetNotes(logDir, context.customer.id, noteId ? [noteId] : 'all');
+      // Through the question's write path: a question whose lease was taken deletes nothing.
+      const { customer, write } = context;
+      const forgotten = await forgetNotes(logDir, customer.id, noteId ? [noteId] : 'all', {
+        write,
+      });
       if (noteId && forgotten.length === 0) return { error: `Note ${noteId} not found` };
       if (noteId) return { forgotten: forgotten.length };
       return {

@@ -9,6 +9,7 @@
 // it, so no note can end the block or start a line of its own. A note can say no more than the
 // customer could type: who is signed in and what the tools may see are decided by code.
 import { integerSetting, type Env } from '../../../shared/config.ts';
+import { withTransaction } from '../../../shared/db.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import type { ConversationStore } from '../../memory.ts';
 import { liveNotes, markRecalled, today, type CustomerNote } from './notes-queries.ts';
@@ -45,6 +46,7 @@ export function withCustomerNotes(
   store: ConversationStore,
   maxChars: number,
   onRecall?: (recall: Recall) => void,
+  write: (conversationId: string) => typeof withTransaction = () => withTransaction,
 ): ConversationStore {
   return {
     ...store,
@@ -52,7 +54,8 @@ export function withCustomerNotes(
       const context = await store.loadContext(conversation, question);
       if (maxChars === 0) return context;
       const recall = await recallNotes(conversation.customerId, question, maxChars);
-      await markRecalled(recall.notes.filter((n) => n.sent).map((n) => n.note.id));
+      const sent = recall.notes.filter((n) => n.sent).map((n) => n.note.id);
+      await markRecalled(sent, write(conversation.id));
       onRecall?.(recall);
       return { ...context, messages: [...context.messages, ...recall.messages] };
     },

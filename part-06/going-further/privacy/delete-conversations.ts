@@ -235,7 +235,7 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
   // Customer by customer, since notes are deleted for one customer at a time.
   for (const customerId of new Set(plan.notes.map((note) => note.customer_id))) {
     const ids = plan.notes.filter((note) => note.customer_id === customerId).map((note) => note.id);
-    const deleted = await forgetNotes(logDir, customerId, ids, days);
+    const deleted = await forgetNotes(logDir, customerId, ids, { staleDays: days });
     result.notes.push(...deleted.map((note) => note.id));
   }
   return result;

@@ -11,15 +11,16 @@ import { dropQuestions, type TraceEvent } from './trace-files.ts';
 
 /**
  * Deletes this customer's notes (the listed ids, or all; with `staleDays`, only those still stale),
- * and the trace lines of the questions that wrote them. Returns the notes deleted.
+ * and the trace lines of the questions that wrote them. Returns the notes deleted. `write`: a
+ * question's write path (see deleteNotes).
  */
 export async function forgetNotes(
   logDir: string,
   customerId: number,
   which: number[] | 'all',
-  staleDays?: number,
+  options: Parameters<typeof deleteNotes>[2] = {},
 ): Promise<DeletedNote[]> {
-  const deleted = await deleteNotes(customerId, which, staleDays);
+  const deleted = await deleteNotes(customerId, which, options);
   if (deleted.length === 0) return deleted;
   const ids = new Set(deleted.map((note) => note.id));
   // remember_note's result names the note it wrote, a new one or one said again.

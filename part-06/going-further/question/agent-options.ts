@@ -6,7 +6,7 @@ import { leaseFence } from './lease.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { describeRecall } from '../notes/notes-view.ts';
-import { withCustomerNotes } from '../notes/recall-notes.ts';
+import { withCustomerNotes, type Recall } from '../notes/recall-notes.ts';
 import { describeDamage } from '../store/read-history.ts';
 
 /**
@@ -22,9 +22,10 @@ export function storeAndTools(
   const store = hardenedStore(budget, {
     onDamaged: (id, damaged) => say(describeDamage(id, damaged)),
   });
-  const withNotes = withCustomerNotes(store, notesMaxChars, (recall) => {
+  const onRecall = (recall: Recall) => {
     if (recall.notes.length && !quiet) say(describeRecall(recall));
-  });
+  };
+  const withNotes = withCustomerNotes(store, notesMaxChars, onRecall, leaseFence.write);
   // The tools write through the lease's fence, as the store does: nothing lands after an erasure took over.
   return { store: withNotes, tools: customerMemoryTools(logDir), ...leaseFence };
 }

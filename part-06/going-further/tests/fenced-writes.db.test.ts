@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logDir } from '../../../shared/config.ts';
-import { query } from '../../../shared/db.ts';
+import { query, withTransaction } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import {
@@ -15,6 +15,8 @@ import {
 import { conversationTraceFile } from '../../trace.ts';
 import { fullSession } from './full-session.ts';
 import { ERASED_WHILE_ANSWERING, takeLeases } from '../question/lease.ts';
+import { saveNote } from '../notes/notes-queries.ts';
+import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
@@ -123,6 +125,37 @@ describe('an erasure that takes the conversation while its question runs', () =>
       'tool_call',
       'tool_result',
     ]);
+  });
+
+  it('deletes no note through forget_notes once the lease is taken: the notes tools write through the fence too', async () => {
+    fake.reply({ text: 'Hello!' });
+    const session = fullSession(maya, fake.llm('gemini'));
+    await session.ask('Hi');
+    const id = session.conversation.id;
+    await saveNote(maya.id, id, 'Call me by email only.', null, withTransaction);
+    let release!: () => void;
+    fake.reply(
+      {
+        tool_calls: [{ name: 'forget_notes', arguments: { all: true } }],
+        gate: new Promise<void>((resolve) => (release = resolve)),
+      },
+      (view) => ({ text: `Sorry: ${JSON.stringify(view.toolResults[0].result)}` }),
+    );
+    const asked = fake.chats().length;
+    const tools = customerMemoryTools(logDir(process.env));
+    const answering = session.ask('Forget my notes, please.', { tools });
+    await fake.waitForChat(asked + 1);
+    // Another holder took the lease while the model was answering (an erasure, a reset).
+    await query("UPDATE question_leases SET holder = REPEAT('e', 32) WHERE conversation_id = ?", [
+      id,
+    ]);
+    release();
+    await answering;
+    const notes = await query<unknown[]>('SELECT id FROM customer_notes WHERE customer_id = ?', [
+      maya.id,
+    ]);
+    expect(notes).toHaveLength(1);
+    await query('DELETE FROM customer_notes WHERE customer_id = ?', [maya.id]);
   });
 
   it("after setup.ts --yes took over a question's lease, the ticket it then asks for lands nowhere, in the fresh database neither", async () => {
