@@ -17,7 +17,7 @@ import { runAgent, type AgentResult } from '../agent.ts';
 import { describeIndexStatus, indexStatus } from '../embedding-index.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn } from '../session.ts';
-import { WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
+import { LeaseLost, WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
 import { storeAndTools } from './question/agent-options.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { notesBudget } from './notes/recall-notes.ts';
@@ -80,11 +80,22 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const interrupt = () => stop.abort();
   process.once('SIGINT', interrupt);
   const signal = stop.signal;
+  let lost: AbortSignal | undefined;
   const result = await withConversationLock(
     conversation,
-    () => runAgent(question, customer, conversation, { ...options, signal }),
+    (leaseLost) => {
+      lost = leaseLost; // an erasure or a reset took the conversation: the question stops there
+      const stopped = AbortSignal.any([signal, leaseLost]);
+      return runAgent(question, customer, conversation, { ...options, signal: stopped });
+    },
     { onWait, signal },
   ).finally(() => process.off('SIGINT', interrupt));
+  // Stopped because the lease was taken (an erasure, a reset): said without naming the conversation,
+  // which may be erased. An answer already given is shown as usual, its save refused.
+  if (result.outcome === 'cancelled' && lost?.aborted && !signal.aborted) {
+    io.error(new LeaseLost().message);
+    return 1;
+  }
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
   return report(io, result, conversation, as);
 }

@@ -190,7 +190,15 @@ async function ask(
     };
     const result = await withConversationLock(
       chat.conversation,
-      () => runAgent(question, chat.customer, chat.conversation, options),
+      (lost) => {
+        // The lease found lost stops the question, as Ctrl-C would: nothing more of it could be kept.
+        lost.addEventListener('abort', () => (leaseLost ||= !signal.aborted));
+        const stopped = AbortSignal.any([signal, lost]);
+        return runAgent(question, chat.customer, chat.conversation, {
+          ...options,
+          signal: stopped,
+        });
+      },
       { signal, onWait },
     );
     if (leaseLost && (await erasedMeanwhile(chat.conversation))) {
@@ -199,6 +207,11 @@ async function ask(
       io.log(
         `${ERASED_WHILE_ANSWERING} Continuing in a new conversation: ${chat.conversation.id}\n`,
       );
+    } else if (leaseLost && result.outcome === 'cancelled') {
+      // Stopped because the lease was taken, not erased (this process was frozen past the lease's
+      // expiry): said as it is. An answer already given is shown as usual, its save refused.
+      out.breakLine();
+      io.error(`${new LeaseLost().message}\n`);
     } else out.finish(result, saved);
     return result;
   } catch (error) {

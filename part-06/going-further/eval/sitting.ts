@@ -126,10 +126,11 @@ async function ask(
     for (const { name, arguments: args } of reply.tool_calls) tools.push({ name, arguments: args });
     return reply;
   };
-  const result = await withConversationLock(conversation, () =>
+  const result = await withConversationLock(conversation, (leaseLost) =>
     runAgent(question, customer, conversation, {
       ...options,
       callModel: withCallLimits(callModel, maxToolCalls),
+      signal: leaseLost, // as in the chat: a question whose lease was taken stops
     }),
   );
   // A fallback (the provider failed, the step limit) is never streamed: the chat prints it whole.

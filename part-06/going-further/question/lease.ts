@@ -87,7 +87,10 @@ export interface LeaseOptions {
  * checks, and what this process last learnt of it (when it expires at the latest, by our clock, and
  * whether a renewal found it taken).
  */
-const held = new Map<string, { holder: string; until: number; lost: boolean }>();
+const held = new Map<
+  string,
+  { holder: string; until: number; lost: boolean; whenLost: AbortController }
+>();
 
 /** This process's holder of a conversation's lease, if it holds one. */
 export function leaseHolder(conversationId: string): string | undefined {
@@ -137,18 +140,21 @@ export const leaseFence: Required<Pick<AgentOptions, 'write' | 'appendLines'>> =
 
 /**
  * Runs fn while no other question is answered in this conversation, renewing the lease meanwhile.
- * Throws ConversationBusy when the wait runs out, DatabaseCancelled on Ctrl-C while waiting.
+ * fn is handed a signal that aborts once the lease is found lost (a renewal or a fenced write saw
+ * it taken): the question then stops, as on Ctrl-C, instead of paying for model calls and tools
+ * whose results could not be kept. Throws ConversationBusy when the wait runs out,
+ * DatabaseCancelled on Ctrl-C while waiting.
  */
 export async function withConversationLock<T>(
   conversation: LeaseTarget,
-  fn: () => Promise<T>,
+  fn: (leaseLost: AbortSignal) => Promise<T>,
   options: LeaseOptions = {},
 ): Promise<T> {
   const release = await takeLeases([conversation], options);
   const renewing = setInterval(() => void renew(conversation.id).catch(() => {}), RENEW_MS);
   renewing.unref();
   try {
-    return await fn();
+    return await fn(held.get(conversation.id)!.whenLost.signal);
   } finally {
     clearInterval(renewing);
     await release();
@@ -179,7 +185,8 @@ export async function takeLeases(
       const asked = Date.now(); // the lease runs from the server's clock, a little after this
       await takeOne(target, holder, options);
       taken.push(target.id);
-      held.set(target.id, { holder, until: asked + LEASE_SECONDS * 1000, lost: false });
+      const until = asked + LEASE_SECONDS * 1000;
+      held.set(target.id, { holder, until, lost: false, whenLost: new AbortController() });
     }
   } catch (error) {
     await release();
@@ -255,8 +262,10 @@ export async function renew(conversationId: string, db?: PoolConnection): Promis
     if (tableMissing(error)) return false;
     throw error;
   });
-  if (!renewed) lease.lost = true;
-  else lease.until = asked + LEASE_SECONDS * 1000;
+  if (!renewed) {
+    lease.lost = true;
+    lease.whenLost.abort();
+  } else lease.until = asked + LEASE_SECONDS * 1000;
   return !lease.lost;
 }
 

@@ -14,7 +14,7 @@ import {
 } from '../../../shared/testing/run-script.ts';
 import { conversationTraceFile } from '../../trace.ts';
 import { fullSession } from './full-session.ts';
-import { ERASED_WHILE_ANSWERING, takeLeases } from '../question/lease.ts';
+import { ERASED_WHILE_ANSWERING, LeaseLost, takeLeases } from '../question/lease.ts';
 import { saveNote } from '../notes/notes-queries.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
@@ -46,15 +46,12 @@ describe('an erasure that takes the conversation while its question runs', () =>
 
     // The model answers slowly, then asks for a ticket holding the customer's words.
     let release!: () => void;
-    fake.reply(
-      {
-        tool_calls: [
-          { name: 'create_support_ticket', arguments: { category: 'other', summary: SECRET } },
-        ],
-        gate: new Promise<void>((resolve) => (release = resolve)),
-      },
-      { text: 'Your ticket is open.' },
-    );
+    fake.reply({
+      tool_calls: [
+        { name: 'create_support_ticket', arguments: { category: 'other', summary: SECRET } },
+      ],
+      gate: new Promise<void>((resolve) => (release = resolve)),
+    });
     const asked = fake.chats().length;
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
     const chat = startScript(CHAT, ['--quiet', `--resume=${id}`], { env });
@@ -73,12 +70,13 @@ describe('an erasure that takes the conversation while its question runs', () =>
     await letGo();
     release();
 
-    await waitForOutput(chat, 'Nimbus: Your ticket is open.');
+    // The ticket's write found the lease taken: the question stops there, and says so.
+    await waitForOutput(chat, ERASED_WHILE_ANSWERING);
     chat.stdin.end();
     const { stdout, code } = await done;
     expect(code).toBe(0);
     expect(await query('SELECT id FROM tickets WHERE summary = ?', [SECRET])).toEqual([]);
-    expect(stdout).toContain(ERASED_WHILE_ANSWERING);
+    expect(fake.chats()).toHaveLength(asked + 1); // no paid call for a question that cannot be kept
     expect(await query('SELECT seq FROM messages WHERE conversation_id = ?', [id])).toEqual([]);
     expect(await query('SELECT id FROM conversations WHERE id = ?', [id])).toEqual([]);
     expect(existsSync(trace)).toBe(false);
@@ -162,15 +160,10 @@ describe('an erasure that takes the conversation while its question runs', () =>
     await ensureFullDatabase(() => {}); // whatever an earlier test reset
     const summary = `Reset meanwhile: ${SECRET}`;
     let release!: () => void;
-    fake.reply(
-      {
-        tool_calls: [
-          { name: 'create_support_ticket', arguments: { category: 'billing', summary } },
-        ],
-        gate: new Promise<void>((resolve) => (release = resolve)),
-      },
-      { text: 'Your ticket is open.' },
-    );
+    fake.reply({
+      tool_calls: [{ name: 'create_support_ticket', arguments: { category: 'billing', summary } }],
+      gate: new Promise<void>((resolve) => (release = resolve)),
+    });
     const asked = fake.chats().length;
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
     const chat = startScript(CHAT, ['--quiet'], { env });
@@ -183,9 +176,10 @@ describe('an erasure that takes the conversation while its question runs', () =>
     const reset = await runScript(SETUP, ['--yes'], { env });
     expect(reset.code, reset.stderr).toBe(0);
     release();
-    await waitForOutput(chat, 'Nimbus: Your ticket is open.');
+    await waitForOutput(chat, new LeaseLost().message); // the question stops at the ticket's write
     chat.stdin.end();
     const { stdout, stderr } = await done;
+    expect(fake.chats()).toHaveLength(asked + 1);
     expect(await query('SELECT id FROM tickets WHERE summary = ?', [summary])).toEqual([]);
     expect(await query('SELECT id FROM conversations')).toEqual([]);
     expect(stdout + stderr).not.toContain('npm run setup');
