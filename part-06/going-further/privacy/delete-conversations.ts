@@ -15,6 +15,7 @@ import {
   leasedConversations,
   takeLeases,
   withConversationLock,
+  withErasureMarked,
   type LeaseTarget,
 } from '../question/lease.ts';
 import {
@@ -121,7 +122,16 @@ export async function planCustomerErasure(
  * waiting for it would wait for itself: the lease is taken from it at once instead, and it goes with
  * the rest. Whatever the question would still save, its answer included, is refused (LeaseLost).
  */
-export async function forgetCustomer(
+export function forgetCustomer(
+  logDir: string,
+  customerId: number,
+  asking?: string,
+): Promise<Erasure> {
+  // Marked first: a question of theirs that starts now waits, and cannot write back what goes.
+  return withErasureMarked(customerId, () => eraseCustomer(logDir, customerId, asking));
+}
+
+async function eraseCustomer(
   logDir: string,
   customerId: number,
   asking?: string,
@@ -130,7 +140,7 @@ export async function forgetCustomer(
   for (const id of await conversationsOf(customerId)) targets.set(id, { id, customerId });
   for (const target of await leasedConversations(customerId)) targets.set(target.id, target);
   if (asking) targets.delete(asking);
-  const release = await takeLeases([...targets.values()], { takeOver: true });
+  const release = await takeLeases([...targets.values()], { takeOver: true, erasure: true });
   let releaseAsking = async () => {};
   try {
     if (asking) releaseAsking = await takeFromOwnQuestion(asking);

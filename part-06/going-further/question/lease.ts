@@ -80,6 +80,8 @@ export interface LeaseOptions {
   waitSeconds?: number;
   /** After the wait, take the lease anyway (an erasure must not be stopped by a stuck process). */
   takeOver?: boolean;
+  /** For an erasure of this customer (withErasureMarked): its own leases do not wait for it. */
+  erasure?: boolean;
 }
 
 /**
@@ -199,9 +201,10 @@ async function takeOne(target: LeaseTarget, holder: string, options: LeaseOption
   const waitSeconds = options.waitSeconds ?? CONVERSATION_WAIT_SECONDS;
   const deadline = Date.now() + waitSeconds * 1000;
   let told = false;
-  while (!(await tryToTake(target, holder, false))) {
+  const erasure = options.erasure ?? false;
+  while (!(await tryToTake(target, holder, { force: false, erasure }))) {
     if (Date.now() >= deadline) {
-      if (options.takeOver && (await tryToTake(target, holder, true))) return;
+      if (options.takeOver && (await tryToTake(target, holder, { force: true, erasure }))) return;
       throw new ConversationBusy(target.id, waitSeconds);
     }
     if (!told) options.onWait?.();
@@ -215,18 +218,39 @@ async function takeOne(target: LeaseTarget, holder: string, options: LeaseOption
  * `force`. Two processes (or two cluster nodes) trying at once collide, and the loser's retry reads
  * the winner's row.
  */
-async function tryToTake(target: LeaseTarget, holder: string, force: boolean): Promise<boolean> {
+async function tryToTake(target: LeaseTarget, holder: string, how: TakeHow): Promise<boolean> {
   try {
-    return await takeOrRead(target, holder, force);
+    return await takeOrRead(target, holder, how);
   } catch (error) {
     if (!(error instanceof CommitUnknown)) throw error;
     // Taking it again is harmless: if the first try landed, the row is ours already.
-    return takeOrRead(target, holder, force);
+    return takeOrRead(target, holder, how);
   }
 }
 
-async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): Promise<boolean> {
+/** `force`: take it even from a live holder; `erasure`: an erasure's own, which its mark does not stop. */
+interface TakeHow {
+  force: boolean;
+  erasure: boolean;
+}
+
+async function takeOrRead(
+  target: LeaseTarget,
+  holder: string,
+  { force, erasure }: TakeHow,
+): Promise<boolean> {
   return withTransaction(async (db: PoolConnection) => {
+    // Written, not only read: see customer_erasures in question-leases.sql.
+    await db.query(
+      `INSERT INTO customer_erasures (customer_id, questions) VALUES (?, 1)
+       ON DUPLICATE KEY UPDATE questions = questions + 1`,
+      [target.customerId],
+    );
+    const [[mark]] = await db.query<Array<{ erasing: number } & RowDataPacket>>(
+      'SELECT COALESCE(erasing_until > NOW(3), 0) AS erasing FROM customer_erasures WHERE customer_id = ?',
+      [target.customerId],
+    );
+    if (mark.erasing && !erasure) return false; // wait, as for another question
     // MySQL applies the assignments in order: the second sees the holder the first chose.
     await db.query<ResultSetHeader>(
       `INSERT INTO question_leases (conversation_id, customer_id, holder, expires_at)
@@ -241,6 +265,29 @@ async function takeOrRead(target: LeaseTarget, holder: string, force: boolean): 
     );
     return rows[0]?.holder === holder;
   });
+}
+
+/** How long an erasure's mark holds a customer's new questions at most, if its process dies. */
+const ERASURE_SECONDS = 120;
+
+/**
+ * Runs an erasure of this customer (fn) with the customer marked: a question of theirs that starts
+ * meanwhile waits until it is over (see customer_erasures). fn takes its leases with `erasure: true`.
+ */
+export async function withErasureMarked<T>(customerId: number, fn: () => Promise<T>): Promise<T> {
+  await query(
+    `INSERT INTO customer_erasures (customer_id, erasing_until) VALUES (?, NOW(3) + INTERVAL ? SECOND)
+     ON DUPLICATE KEY UPDATE erasing_until = VALUES(erasing_until)`,
+    [customerId, ERASURE_SECONDS],
+  );
+  try {
+    return await fn();
+  } finally {
+    // If the database does not answer, the mark simply expires.
+    await query('UPDATE customer_erasures SET erasing_until = NULL WHERE customer_id = ?', [
+      customerId,
+    ]).catch(() => {});
+  }
 }
 
 /** Pushes this process's lease on a conversation further out; false if it is no longer ours, or expired. */

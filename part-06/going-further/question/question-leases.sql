@@ -18,3 +18,17 @@ CREATE TABLE IF NOT EXISTS question_leases (
   KEY idx_question_leases_customer (customer_id),
   CONSTRAINT fk_question_leases_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
+
+-- While an erasure of a customer runs (forget.ts --customer, forget_everything), a question of theirs
+-- that starts meanwhile waits until it is over: otherwise it could read what is being deleted (a
+-- note, recalled) and write it back after the erasure, in a conversation of its own. Taking a
+-- question's lease changes this row (questions + 1) in the same transaction, so a question and an
+-- erasure on two cluster nodes collide at COMMIT instead of missing each other.
+CREATE TABLE IF NOT EXISTS customer_erasures (
+  customer_id   INT UNSIGNED    NOT NULL,
+  -- Set by an erasure while it runs; it expires, so a crashed erasure holds no customer for long.
+  erasing_until DATETIME(3)     NULL,
+  questions     BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (customer_id),
+  CONSTRAINT fk_customer_erasures_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

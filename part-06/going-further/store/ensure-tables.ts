@@ -13,7 +13,7 @@ const FILES: Array<[file: string, tables: string[]]> = [
     'going-further/notes/customer-memory.sql',
     ['customer_notes', 'customer_note_guards', 'message_words'],
   ],
-  ['going-further/question/question-leases.sql', ['question_leases']],
+  ['going-further/question/question-leases.sql', ['question_leases', 'customer_erasures']],
 ];
 
 /**

@@ -16,6 +16,9 @@ import { conversationTraceFile } from '../../trace.ts';
 import { fullSession } from './full-session.ts';
 import { ERASED_WHILE_ANSWERING, LeaseLost, takeLeases } from '../question/lease.ts';
 import { saveNote } from '../notes/notes-queries.ts';
+import { withCustomerNotes } from '../notes/recall-notes.ts';
+import { forgetCustomer } from '../privacy/delete-conversations.ts';
+import { waitUntil } from '../../../shared/testing/wait-until.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
@@ -86,6 +89,45 @@ describe('an erasure that takes the conversation while its question runs', () =>
     expect(after).not.toContain(id);
     expect(stdout).not.toContain(`--resume=${id}`);
     expect(stdout).not.toContain('Not saved');
+  });
+
+  it('holds back a question of the customer that starts while it runs: nothing it deletes is written back', async () => {
+    // A note with her secret, and a question of hers at the model: the erasure waits for it.
+    fake.reply({ text: 'Hello!' });
+    const first = fullSession(maya, fake.llm('gemini'));
+    await first.ask('Hi');
+    await saveNote(maya.id, first.conversation.id, SECRET, null, withTransaction);
+    let releaseFirst!: () => void;
+    fake.reply({ text: 'Done.', gate: new Promise<void>((resolve) => (releaseFirst = resolve)) });
+    const asked = fake.chats().length;
+    const answeringFirst = first.ask('Thanks.');
+    await fake.waitForChat(asked + 1);
+    const erasing = forgetCustomer(logDir(process.env), maya.id);
+    const marked = () =>
+      query<unknown[]>(
+        'SELECT 1 FROM customer_erasures WHERE customer_id = ? AND erasing_until > NOW(3)',
+        [maya.id],
+      );
+    await waitUntil('the erasure has marked her', async () => (await marked()).length === 1);
+    // Meanwhile she asks in a new conversation. The model repeats any note it was sent, and answers
+    // only once the erasure is over: what it read before is then written after.
+    let releaseSecond!: () => void;
+    const secondGate = new Promise<void>((resolve) => (releaseSecond = resolve));
+    fake.reply((view) => ({
+      text: JSON.stringify(view).includes('4711-SECRET') ? `You told me: ${SECRET}` : 'No notes.',
+      gate: secondGate,
+    }));
+    const second = fullSession(maya, fake.llm('gemini'));
+    second.options.store = withCustomerNotes(second.options.store, 1500);
+    const answeringSecond = second.ask('What do you know about me?');
+    releaseFirst();
+    await answeringFirst;
+    await erasing;
+    releaseSecond();
+    expect((await answeringSecond).answer).toBe('No notes.');
+    expect(await query('SELECT seq FROM messages WHERE data LIKE ?', ['%4711-SECRET%'])).toEqual(
+      [],
+    );
   });
 
   it('leaves no trace line of what the question did after its lease was taken', async () => {
