@@ -6,7 +6,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closePool, query } from '../../../shared/db.ts';
+import { dbSettings } from '../../../shared/config.ts';
+import { Database, query, withDatabase } from '../../../shared/db.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { collect, startScript, waitForOutput } from '../../../shared/testing/run-script.ts';
 import {
@@ -23,15 +24,11 @@ const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
 const dir = path.join(os.tmpdir(), `nimbus-cluster-${randomBytes(4).toString('hex')}`);
 let cluster: ClusterInfo;
 let fake: FakeProvider;
-const saved = { DB_HOSTS: process.env.DB_HOSTS, DB_NAME: process.env.DB_NAME };
 
 beforeAll(async () => {
   [cluster, fake] = await Promise.all([startCluster(dir), startFakeProvider()]);
 }, 240_000);
 afterAll(async () => {
-  await closePool();
-  Object.assign(process.env, saved);
-  if (saved.DB_HOSTS === undefined) delete process.env.DB_HOSTS;
   await fake?.close();
   const stopped = await stopCluster(dir);
   expect(stopped.removed?.dir).toBe(dir); // stop deletes the cluster's data, every node's
@@ -266,16 +263,18 @@ describe('Nimbus on a 3-node Galera cluster', () => {
     await writer.query('CREATE TABLE probe (id INT PRIMARY KEY, n INT NOT NULL)');
     await writer.query('INSERT INTO probe VALUES (1, 0)');
     // This process reads through Nimbus's own pool, preferring node 2.
-    Object.assign(process.env, { DB_HOSTS: hostsPreferring(2), DB_NAME: database });
-    await closePool();
+    const nodes = new Database(
+      dbSettings({ ...process.env, DB_HOSTS: hostsPreferring(2), DB_NAME: database }),
+    );
     let stale = 0;
-    for (let n = 1; n <= 200; n++) {
-      await writer.query('UPDATE probe SET n = ? WHERE id = 1', [n]);
-      const [row] = await query<Array<{ n: number }>>('SELECT n FROM probe WHERE id = 1');
-      if (row.n !== n) stale++;
-    }
+    await withDatabase(nodes, async () => {
+      for (let n = 1; n <= 200; n++) {
+        await writer.query('UPDATE probe SET n = ? WHERE id = 1', [n]);
+        const [row] = await query<Array<{ n: number }>>('SELECT n FROM probe WHERE id = 1');
+        if (row.n !== n) stale++;
+      }
+    }).finally(() => nodes.close());
     await writer.end();
-    await closePool();
     expect(stale).toBe(0);
   });
 
