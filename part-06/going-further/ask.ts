@@ -72,7 +72,10 @@ export async function main(io: ScriptIo): Promise<number | void> {
   checkQuestion(question); // a usage error: too long to be worth sending
   // The hardened store, the customer's notes and their tools, as in chat.ts.
   const agent = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
-  const callModel = withCallLimits(chatWithTools, maxToolCalls); // what one question's replies may ask
+  const callModel = withCallLimits(chatWithTools, {
+    maxCalls: maxToolCalls,
+    maxResultChars: budget.maxChars,
+  }); // what one question's replies may ask
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent), callModel };
   const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   // Ctrl-C stops the question where it is: the steps it finished are saved, and the follow-up names them.

@@ -31,7 +31,7 @@ import { answerPrinter, CANCELLED_BEFORE_START } from './terminal/answer-printer
 import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
-import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
+import { maxToolCallsPerReply, withCallLimits, type CallLimits } from './question/call-limits.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
@@ -50,8 +50,8 @@ type Chat = {
   conversation: Conversation;
   options: AgentOptions;
   spending: RunSpending;
-  /** MAX_TOOL_CALLS_PER_REPLY (call-limits.ts). */
-  maxToolCalls: number;
+  /** What one question's replies may ask for (call-limits.ts). */
+  limits: CallLimits;
 };
 
 export async function main(io: ScriptIo): Promise<number | void> {
@@ -87,7 +87,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
   // The hardened store, the customer's notes and their tools: going further, set up in one place.
   const agent = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
   const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const chat: Chat = { io, customer, conversation, options, spending, maxToolCalls };
+  const limits = { maxCalls: maxToolCalls, maxResultChars: budget.maxChars };
+  const chat: Chat = { io, customer, conversation, options, spending, limits };
   const lines = new LineInput(io, MAX_QUESTION_CHARS);
   await offerToBuildIndex(llm, lines, io);
   io.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
@@ -185,7 +186,7 @@ async function ask(
       store: watched,
       signal,
       // Bounded for this question (call-limits.ts), and counted towards the run's tokens.
-      callModel: chat.spending.metered(withCallLimits(out.callModel, chat.maxToolCalls)),
+      callModel: chat.spending.metered(withCallLimits(out.callModel, chat.limits)),
       onTraceLine: out.traceLine,
     };
     const result = await withConversationLock(

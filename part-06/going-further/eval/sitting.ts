@@ -9,7 +9,7 @@ import { lookUpCustomer, type Customer } from '../../session.ts';
 import { TOOL_DEFINITIONS } from '../../tools.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
 import { storeAndTools } from '../question/agent-options.ts';
-import { withCallLimits } from '../question/call-limits.ts';
+import { withCallLimits, type CallLimits } from '../question/call-limits.ts';
 import { withConversationLock } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { ConversationDeleted } from '../store/hardened-store.ts';
@@ -87,17 +87,18 @@ export async function runSitting(
     newConversation(customer.id);
   const agent = { llm, logDir, quiet: true };
   const options: AgentOptions = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
+  const limits = { maxCalls: settings.maxToolCalls, maxResultChars: budget.maxChars };
   const turns: TurnRecord[] = [];
   for (const question of input.turns) {
     const started = Date.now();
     let turn: Omit<TurnRecord, 'ms'>;
     try {
-      turn = await ask(question, customer, conversation, options, settings.maxToolCalls);
+      turn = await ask(question, customer, conversation, options, limits);
     } catch (error) {
       if (error instanceof ConversationDeleted) {
         // As the chat does: the conversation was erased (forget everything), the question goes on in a new one.
         conversation = newConversation(customer.id);
-        turn = await ask(question, customer, conversation, options, settings.maxToolCalls).catch(
+        turn = await ask(question, customer, conversation, options, limits).catch(
           errorTurn(question),
         );
       } else turn = errorTurn(question)(error);
@@ -114,7 +115,7 @@ async function ask(
   customer: Customer,
   conversation: Conversation,
   options: AgentOptions,
-  maxToolCalls: number,
+  limits: CallLimits,
 ): Promise<Omit<TurnRecord, 'ms'>> {
   let shown = '';
   const tools: ToolCallSeen[] = [];
@@ -129,7 +130,7 @@ async function ask(
   const result = await withConversationLock(conversation, (leaseLost) =>
     runAgent(question, customer, conversation, {
       ...options,
-      callModel: withCallLimits(callModel, maxToolCalls),
+      callModel: withCallLimits(callModel, limits),
       signal: leaseLost, // as in the chat: a question whose lease was taken stops
     }),
   );

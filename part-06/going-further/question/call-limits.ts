@@ -1,6 +1,11 @@
 // Going further: what one question's model replies may ask for. A reply once asked for 3,000 tool calls: all ran, the next request carried 3,005 messages (537 KB) under a 12,000-character budget, and 300 searches made 300 paid embedding requests.
 import { integerSetting, type Env } from '../../../shared/config.ts';
-import type { AssistantMessage, ToolCall } from '../../../shared/llm/index.ts';
+import type {
+  AssistantMessage,
+  Message,
+  ToolCall,
+  ToolMessage,
+} from '../../../shared/llm/index.ts';
 import type { AgentOptions } from '../../agent.ts';
 
 type CallModel = NonNullable<AgentOptions['callModel']>;
@@ -23,6 +28,14 @@ export function maxToolCallsPerReply(env: Env): number {
   return integerSetting('MAX_TOOL_CALLS_PER_REPLY', DEFAULT_MAX_TOOL_CALLS, 1, { max: 1_000, env });
 }
 
+/** What one question's replies may ask for: calls per reply, and characters of their results sent. */
+export interface CallLimits {
+  /** MAX_TOOL_CALLS_PER_REPLY */
+  maxCalls: number;
+  /** The memory budget's characters (MEMORY_MAX_CHARS): a step's results are sent within it. */
+  maxResultChars: number;
+}
+
 /** What the model reads instead of the result of the first call past the limit, which stands for the rest. */
 export function tooManyCalls(asked: number, max: number): string {
   const rest = asked - max - 1;
@@ -41,12 +54,16 @@ export const SEARCH_LIMIT_ERROR = `No more than ${MAX_SEARCHES_PER_QUESTION} hel
  * over the question's searches is kept and not run. A call not to be run carries why in
  * `arguments_error`, as the provider layer marks a call whose arguments are too long: runTool answers
  * it with that sentence and runs nothing. Every call kept gets its result, so the next request is valid
- * for both providers, and it holds at most `maxCalls + 1` calls of this reply.
+ * for both providers, and it holds at most `maxCalls + 1` calls of this reply, whose results are sent
+ * within `maxResultChars` (the memory budget) all together (see fitResults).
  */
-export function withCallLimits(callModel: CallModel, maxCalls: number): CallModel {
+export function withCallLimits(
+  callModel: CallModel,
+  { maxCalls, maxResultChars }: CallLimits,
+): CallModel {
   let searches = 0;
-  return async (...request) => {
-    const reply = await callModel(...request);
+  return async (llm, messages, ...rest) => {
+    const reply = await callModel(llm, fitResults(messages, maxResultChars), ...rest);
     const asked = reply.tool_calls.length;
     const calls = reply.tool_calls.slice(0, maxCalls + 1).map((call, i): ToolCall => {
       if (i === maxCalls) return { ...call, arguments_error: tooManyCalls(asked, maxCalls) };
@@ -65,4 +82,35 @@ export function withCallLimits(callModel: CallModel, maxCalls: number): CallMode
       : { ...reply.message, tool_calls: calls };
     return { ...reply, tool_calls: calls, message };
   };
+}
+
+/**
+ * The request with this question's tool results within `maxChars` all together: sixteen searches
+ * of past conversations can return 36,000 characters. The longest are cut, each to the same length,
+ * as far as needed, and say so; what is stored stays whole (only the request is cut).
+ */
+export function fitResults(messages: Message[], maxChars: number): Message[] {
+  const question = messages.findLastIndex((message) => message.role === 'user');
+  const results = new Set(
+    messages.slice(question + 1).filter((m): m is ToolMessage => m.role === 'tool'),
+  );
+  const sizes = [...results].map((message) => message.content.length).sort((a, b) => a - b);
+  if (sizes.reduce((sum, size) => sum + size, 0) <= maxChars) return messages;
+  // The length each result may keep so that they all fit: the short ones whole, the rest shared out.
+  let left = maxChars;
+  let each = 0;
+  for (const [i, size] of sizes.entries()) {
+    each = Math.floor(left / (sizes.length - i));
+    if (size > each) break;
+    left -= size;
+  }
+  return messages.map((message) => {
+    if (message.role !== 'tool' || !results.has(message) || message.content.length <= each)
+      return message;
+    const note = ` …(cut to fit the request: ${each} of ${message.content.length} characters)`;
+    return {
+      ...message,
+      content: message.content.slice(0, Math.max(0, each - note.length)) + note,
+    };
+  });
 }

@@ -3,19 +3,20 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../shared/config.ts';
 import { query } from '../../../shared/db.ts';
-import { chatWithTools } from '../../../shared/llm/index.ts';
+import { chatWithTools, type Message, type ToolMessage } from '../../../shared/llm/index.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import {
   startFakeProvider,
   type ChatView,
   type FakeProvider,
 } from '../../../shared/testing/fake-provider.ts';
-import { runScript } from '../../../shared/testing/run-script.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
 import { buildIndex } from '../../embedding-index.ts';
 import { fullSession } from './full-session.ts';
 import {
   DEFAULT_MAX_TOOL_CALLS,
+  fitResults,
   MAX_SEARCHES_PER_QUESTION,
   maxToolCallsPerReply,
   SEARCH_LIMIT_ERROR,
@@ -70,7 +71,7 @@ const storedRows = async (conversationId: string) =>
 describe.each(['gemini', 'openai'] as const)('a reply of 40 tool calls, %s', (provider) => {
   it('runs the first 16; the 17th tells the model the rest did not run; the next request fits the memory budget', async () => {
     fake.reply(lookUps(40), { text: 'Done.' });
-    const run = await runScript(ASK, ['--quiet', 'Where are all my orders?'], {
+    const run = await runInProcess(ASK, ['--quiet', 'Where are all my orders?'], {
       env: { ...fake.env(provider), DB_NAME: db.name },
     });
     expect(run.code).toBe(0);
@@ -91,13 +92,49 @@ describe.each(['gemini', 'openai'] as const)('a reply of 40 tool calls, %s', (pr
   });
 });
 
+describe("a step's results", () => {
+  const result = (id: string, chars: number): Message => ({
+    role: 'tool',
+    tool_call_id: id,
+    name: 'search_past_conversations',
+    content: JSON.stringify({ matches: 'x'.repeat(chars) }),
+  });
+  const earlier = result('old', 9_000); // an earlier turn's: the memory budget trims those
+  const request = (...results: Message[]): Message[] => [
+    { role: 'user', content: 'What did we say?' },
+    earlier,
+    { role: 'user', content: 'And about my refund?' },
+    { role: 'assistant', content: '', tool_calls: [] },
+    ...results,
+  ];
+  const chars = (messages: Message[]) =>
+    messages.slice(3).reduce((sum, m) => sum + (m.role === 'tool' ? m.content.length : 0), 0);
+
+  it('are sent whole when they fit the memory budget', () => {
+    const messages = request(result('a', 2_000), result('b', 2_000));
+    expect(fitResults(messages, 5_000)).toBe(messages);
+  });
+
+  it('are sent within it when they do not: the short ones whole, the long ones cut alike, saying so', () => {
+    const messages = request(result('a', 300), result('b', 9_000), result('c', 20_000));
+    const sent = fitResults(messages, 5_000);
+    expect(chars(sent)).toBeLessThanOrEqual(5_000);
+    expect(sent[4]).toBe(messages[4]); // the short one, whole
+    for (const cut of [sent[5], sent[6]] as ToolMessage[]) {
+      expect(cut.content).toMatch(/ …\(cut to fit the request: \d+ of \d+ characters\)$/);
+      expect(cut.content.length).toBeGreaterThan(2_000); // the room left, shared out
+    }
+    expect(sent[1]).toBe(earlier); // an earlier turn's result is not this step's
+  });
+});
+
 describe('MAX_TOOL_CALLS_PER_REPLY', () => {
   it.each(['gemini', 'openai'] as const)(
     'in .env sets the limit for the chat (%s, streamed)',
     async (provider) => {
       fake.reply(lookUps(6), { text: 'Done.' }, { text: 'It is 1001.' });
       // The follow-up sends the stored turn back: the provider accepts it (checked after each test).
-      const run = await runScript(CHAT, ['--quiet'], {
+      const run = await runInProcess(CHAT, ['--quiet'], {
         env: { ...fake.env(provider), DB_NAME: db.name, MAX_TOOL_CALLS_PER_REPLY: '4' },
         input: 'Where are all my orders?\nAnd the first one?\n',
       });
@@ -134,7 +171,10 @@ describe.each(['gemini', 'openai'] as const)('help-center searches, %s', (provid
     });
     fake.reply(searches(1), searches(4), { text: 'Refunds take 5 days.' });
     const session = fullSession(maya, fake.llm(provider));
-    const callModel = withCallLimits(chatWithTools, DEFAULT_MAX_TOOL_CALLS);
+    const callModel = withCallLimits(chatWithTools, {
+      maxCalls: DEFAULT_MAX_TOOL_CALLS,
+      maxResultChars: DEFAULT_BUDGET.maxChars,
+    });
     const outcome = await session.ask('How do refunds work?', { callModel });
     expect(outcome.outcome).toBe('answered');
     expect(fake.requests.filter((request) => request.kind === 'embed')).toHaveLength(4);
