@@ -108,7 +108,7 @@ function explain(error: Error, settings: DbSettings): unknown {
       );
     case 'ER_LOCK_WAIT_TIMEOUT':
       return new DatabaseError(
-        `${at} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT).`,
+        `${at} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT), so nothing of this was written. Try again in a moment.`,
       );
     case 'ER_LOCK_DEADLOCK':
       return new DatabaseError(
@@ -117,7 +117,9 @@ function explain(error: Error, settings: DbSettings): unknown {
     case 'PROTOCOL_SEQUENCE_TIMEOUT':
       return notAnswered('so the statement was given up', settings);
     case 'ER_NET_PACKET_TOO_LARGE':
-      return new DatabaseError(`${at} refused a statement larger than its max_allowed_packet.`);
+      return new DatabaseError(
+        `${at} refused a statement larger than its max_allowed_packet, so it did nothing. Raise max_allowed_packet on the server.`,
+      );
   }
   if (fragmentRefused(error.message))
     return new DatabaseError(
@@ -130,13 +132,15 @@ function explain(error: Error, settings: DbSettings): unknown {
   // The server was there and the connection broke (a restart, a KILL, a network blip): not "start it".
   if (fatal)
     return new DatabaseError(
-      `The connection to ${at} was lost (${code ?? 'no code'}) before the statement finished.`,
+      `The connection to ${at} was lost (${code ?? 'no code'}) before the statement finished, so it may not have run. Try again; if it keeps happening, check the server's log.`,
     );
   // Any other refusal from the server: its code, never its text (which can quote the data). The
   // code stays on the error, for callers that act on one (a duplicate key).
   if (sqlState !== undefined && code !== undefined)
     return Object.assign(
-      new DatabaseError(`${at} refused a statement (${code}), so it did nothing.`),
+      new DatabaseError(
+        `${at} refused a statement (${code}), so it did nothing. No setting changes that: if it happens again, report the code.`,
+      ),
       {
         code,
         errno,

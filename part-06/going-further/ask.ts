@@ -72,7 +72,14 @@ export async function main(io: ScriptIo): Promise<number | void> {
   checkQuestion(question); // a usage error: too long to be worth sending
   // The hardened store, the customer's notes and their tools, as in chat.ts.
   const agent = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
-  const callModel = withCallLimits(chatWithTools, {
+  // A model server may send no token counts: then the summary says so instead of "0 tokens".
+  let uncounted = false;
+  const counted: typeof chatWithTools = async (...call) => {
+    const reply = await chatWithTools(...call);
+    uncounted ||= reply.usage === undefined;
+    return reply;
+  };
+  const callModel = withCallLimits(counted, {
     maxCalls: maxToolCalls,
     maxResultChars: budget.maxChars,
   }); // what one question's replies may ask
@@ -100,7 +107,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
     return 1;
   }
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  return report(io, result, conversation, as);
+  return report(io, result, conversation, as, uncounted);
 }
 
 /**
@@ -108,12 +115,19 @@ export async function main(io: ScriptIo): Promise<number | void> {
  * --customer it was asked as: a conversation continues only as its customer). Returns the exit code:
  * a fallback apology is printed for the customer, but scripts should see that something failed.
  */
-function report(io: ScriptIo, result: AgentResult, conversation: Conversation, as: string): number {
+function report(
+  io: ScriptIo,
+  result: AgentResult,
+  conversation: Conversation,
+  as: string,
+  uncounted: boolean,
+): number {
   const conversationId = conversation.id;
   if (result.outcome !== 'cancelled') io.log(printable(result.answer));
-  const tokens = result.usage.input_tokens + result.usage.output_tokens;
+  const counted = result.usage.input_tokens + result.usage.output_tokens;
+  const tokens = uncounted ? 'tokens not reported by the model server' : `${counted} tokens`;
   const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
-  io.error(dim(`(${result.outcome} after ${steps}, ${tokens} tokens)`, io.stderr));
+  io.error(dim(`(${result.outcome} after ${steps}, ${tokens})`, io.stderr));
   if (result.outcome === 'refused') io.error(printable(result.problem ?? ''));
   if (result.saveError) io.error(`${printable(result.saveError)}`);
   else if (conversation.saved) {

@@ -175,7 +175,7 @@ describe('a save that fails', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Nimbus: Answer while the database is busy.');
     expect(result.stderr).toMatch(
-      /^Not saved: MySQL at .* was busy: another session held a lock for more than 5 s \(ER_LOCK_WAIT_TIMEOUT\)\.$/m,
+      /^Not saved: MySQL at .* was busy: another session held a lock for more than 5 s \(ER_LOCK_WAIT_TIMEOUT\), so nothing of this was written\. Try again in a moment\.$/m,
     );
     expect(result.stdout).toContain('Nimbus: Answer after.');
     expect((await loadMessages(id)).map((m) => m.content)).toEqual([

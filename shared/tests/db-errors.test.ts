@@ -66,7 +66,7 @@ describe('explainDatabaseError', () => {
     const explained = explainDatabaseError(refused) as Error & { code?: string };
     expect(explained).toBeInstanceOf(DatabaseError);
     expect(explained.message).toBe(
-      'MySQL at 127.0.0.1:3407 refused a statement (ER_DUP_ENTRY), so it did nothing.',
+      'MySQL at 127.0.0.1:3407 refused a statement (ER_DUP_ENTRY), so it did nothing. No setting changes that: if it happens again, report the code.',
     );
     expect(explained.code).toBe('ER_DUP_ENTRY');
   });

@@ -4,7 +4,7 @@
 // - Defensive reading (read-history.ts): a damaged row is left out and reported, never sent.
 // - Storable messages (fit-message.ts): what MariaDB would refuse is changed as little as possible, and noted.
 // - A deleted conversation (forget.ts, prune.ts) is never written again, nor one whose question lost its
-//   lease: every save goes through the question's one fenced write path (fencedTransaction, conversation-lock.ts),
+//   lease: every save goes through the question's one fenced write path (fencedTransaction, question/lease.ts),
 //   which checks the lease in the same transaction as the save.
 // - A save whose COMMIT got no answer (a timeout, a dropped connection) may have landed: before it is
 //   sent again, the store looks at the rows where it would be, and a COMMIT that lands even later (after

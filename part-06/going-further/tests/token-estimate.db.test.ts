@@ -8,10 +8,11 @@ import {
   type FakeProvider,
   type ScriptedReply,
 } from '../../../shared/testing/fake-provider.ts';
-import { runScript } from '../../../shared/testing/run-script.ts';
+import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { CHARS_PER_TOKEN, RunSpending, TOKENS_ESTIMATED } from '../terminal/run-budget.ts';
 
 const CHAT = fileURLToPath(new URL('../chat.ts', import.meta.url));
+const ASK = fileURLToPath(new URL('../ask.ts', import.meta.url));
 let fake: FakeProvider;
 let db: ScratchDatabase;
 
@@ -34,7 +35,7 @@ describe.each(unreported)('a chat whose model server sends %s', (_, usage) => {
     fake.requests.length = 0;
     fake.reply({ text: 'First answer.', usage });
     // One token: the first question's estimate passes it, as a counted one would.
-    const run = await runScript(CHAT, ['--quiet'], {
+    const run = await runInProcess(CHAT, ['--quiet'], {
       env: { ...fake.env('openai'), DB_NAME: db.name, MAX_TOKENS_PER_RUN: '1' },
       input: 'First question?\nSecond question?\n',
     });
@@ -44,6 +45,19 @@ describe.each(unreported)('a chat whose model server sends %s', (_, usage) => {
       /Nimbus: First answer\.\n\nThis run has used [\d,]+ tokens, reaching its limit of 1 \(MAX_TOKENS_PER_RUN in \.env\), so the chat ends here\.\n/,
     );
     expect(run.stderr.split(TOKENS_ESTIMATED)).toHaveLength(2);
+  });
+});
+
+describe('ask.ts, when the model server sends no counts', () => {
+  it('says the tokens were not reported, not "0 tokens"', async () => {
+    fake.reply({ text: 'An answer.', usage: 'none' });
+    const run = await runInProcess(ASK, ['--quiet', 'Hello?'], {
+      env: { ...fake.env('openai'), DB_NAME: db.name },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(
+      '(answered after 1 step, tokens not reported by the model server)',
+    );
   });
 });
 
