@@ -72,6 +72,10 @@ export default defineConfig(({ mode }) => {
         OPENAI_BASE_URL: '',
         OPENAI_REASONING_EFFORT: '',
         GOOGLE_API_KEY: '',
+        // Variables the SDKs read themselves when the code does not say: blanked too.
+        GOOGLE_GEMINI_BASE_URL: '',
+        GOOGLE_GENAI_USE_VERTEXAI: '',
+        GOOGLE_GENAI_USE_ENTERPRISE: '',
         // @google/genai 3 takes its API version from here when the code names none (we name none).
         GOOGLE_GENAI_API_VERSION: '',
         DB_NAME: 'nimbus_tests_must_use_a_scratch_database',

@@ -38,12 +38,14 @@ const DUMMY_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
 const GEMINI_EMBEDDING_DIMENSIONS = 768;
 
 export function client(settings: GeminiSettings): GoogleGenAI {
-  // Always pass the key: without one the SDK looks for Google Cloud credentials instead.
+  // Everything from our settings, nothing from the SDK's own variables: without a key the SDK would
+  // read GEMINI_API_KEY or GOOGLE_API_KEY itself, and GOOGLE_GENAI_USE_VERTEXAI would send it to Vertex AI.
   // No httpOptions.timeout: the SDK has none by default, and our deadline (retry.ts) bounds the whole call.
   // The SDK's timer would end an attempt as if we had cancelled it.
   // No apiVersion: the SDK's default, Gemini's stable v1, serves all we use (Part 1's README says which).
   return new GoogleGenAI({
     apiKey: settings.apiKey,
+    vertexai: false,
     ...(settings.baseUrl ? { httpOptions: { baseUrl: settings.baseUrl } } : {}),
   });
 }

@@ -29,6 +29,9 @@ export function client(settings: OpenAISettings): OpenAI {
   return new OpenAI({
     apiKey: settings.apiKey,
     baseURL: settings.baseUrl ?? 'https://api.openai.com/v1',
+    // Not the SDK's own OPENAI_ORG_ID and OPENAI_PROJECT_ID: every setting comes from ours.
+    organization: null,
+    project: null,
     maxRetries: 0, // retries are ours (retry.ts), so every wait is visible and honours the provider's hints
     // Our deadline (retry.ts) bounds the whole call. The SDK's own timer (10 minutes unless set) must never
     // end an attempt first, so it is set just past that deadline.
