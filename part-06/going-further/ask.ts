@@ -1,4 +1,4 @@
-// Going further: one question to the full Nimbus (customer notes, one question at a time, the hardened store), within a conversation.
+// One question to the full Nimbus (customer notes, one question at a time, the hardened store), within a conversation.
 import {
   conversationId,
   dim,

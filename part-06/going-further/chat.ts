@@ -1,4 +1,4 @@
-// Going further: the full Nimbus chat. The chapter's agent and memory, with streamed answers, customer notes, one question at a time and everything that makes a chat survive real use.
+// The full Nimbus chat. The chapter's agent and memory, with streamed answers, customer notes, one question at a time and everything that makes a chat survive real use.
 import {
   conversationId,
   dim,

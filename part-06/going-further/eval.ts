@@ -1,4 +1,4 @@
-// Going further: how well does your model run Nimbus? `npm run eval`: the store's scenarios, each tried K times in a fresh copy of the sample store, judged on what the agent did and on the database, scored as pass^k.
+// How well does your model run Nimbus? `npm run eval`: the store's scenarios, each tried K times in a fresh copy of the sample store, judged on what the agent did and on the database, scored as pass^k.
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';

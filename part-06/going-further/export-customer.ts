@@ -1,4 +1,4 @@
-// Going further: prints everything held about one customer as one JSON object: `npx tsx export-customer.ts --customer=<email>`.
+// Prints everything held about one customer as one JSON object: `npx tsx export-customer.ts --customer=<email>`.
 import {
   parseFlags,
   runMain,

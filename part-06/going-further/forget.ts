@@ -1,4 +1,4 @@
-// Going further: deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's, notes too, with --customer=<email> (asked first).
+// Deletes conversations everywhere, `npx tsx forget.ts <id>`, or all of one customer's, notes too, with --customer=<email> (asked first).
 import {
   confirmed,
   conversationId,

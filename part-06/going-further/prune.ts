@@ -1,4 +1,4 @@
-// Going further: deletes conversations nobody has used for N days, with their messages and traces, and stale customer notes: `npx tsx prune.ts --days=90`.
+// Deletes conversations nobody has used for N days, with their messages and traces, and stale customer notes: `npx tsx prune.ts --days=90`.
 import {
   parseFlags,
   runMain,

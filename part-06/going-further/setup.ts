@@ -1,4 +1,4 @@
-// Going further: the reset the full Nimbus uses (`npm run setup`): the chapter's, after waiting for the questions being answered, then going further's tables.
+// The reset the full Nimbus uses (`npm run setup`): the chapter's, after waiting for the questions being answered, then going further's tables.
 import {
   confirmed,
   listing,

@@ -1,4 +1,4 @@
-// Going further: the chapter's viewer for the full Nimbus: damaged rows shown in place, customer notes with the context, and --json.
+// The chapter's viewer for the full Nimbus: damaged rows shown in place, customer notes with the context, and --json.
 import {
   conversationId,
   parseFlags,

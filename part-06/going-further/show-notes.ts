@@ -1,4 +1,4 @@
-// Going further: lists what Nimbus keeps about one customer across conversations: `npx tsx show-notes.ts --customer=<email>`.
+// Lists what Nimbus keeps about one customer across conversations: `npx tsx show-notes.ts --customer=<email>`.
 import {
   parseFlags,
   runMain,

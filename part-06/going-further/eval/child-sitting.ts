@@ -1,4 +1,4 @@
-// Going further: how eval.ts runs a sitting: run-sitting.ts in a process of its own, whose DB_NAME names the trial's scratch database (the database pool reads it once, at start).
+// How eval.ts runs a sitting: run-sitting.ts in a process of its own, whose DB_NAME names the trial's scratch database (the database pool reads it once, at start).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ROOT_DIR } from '../../../shared/config.ts';

@@ -1,4 +1,4 @@
-// Going further: the eval's judge: each expectation of a scenario checked against what the agent did and what the store holds at the end, never another model's opinion.
+// The eval's judge: each expectation of a scenario checked against what the agent did and what the store holds at the end, never another model's opinion.
 import type mysql from 'mysql2/promise';
 import {
   TICKET_COLUMNS,

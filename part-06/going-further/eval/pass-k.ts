@@ -1,4 +1,4 @@
-// Going further: pass^k, the chance that k tries of a task all succeed, estimated from n tries with c successes (τ-bench, Yao et al. 2024).
+// Pass^k, the chance that k tries of a task all succeed, estimated from n tries with c successes (τ-bench, Yao et al. 2024).
 
 /**
  * C(c, k) / C(n, k): of every way to pick k of the n trials, the share where all k passed. Unlike

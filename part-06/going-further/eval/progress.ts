@@ -1,4 +1,4 @@
-// Going further: the eval's progress on stderr: which scenario and trial, how many are done, for how long. Redrawn each second on a terminal, one line per trial otherwise.
+// The eval's progress on stderr: which scenario and trial, how many are done, for how long. Redrawn each second on a terminal, one line per trial otherwise.
 import type { Writable } from 'node:stream';
 
 const WIDTH = 24;

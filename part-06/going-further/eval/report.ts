@@ -1,4 +1,4 @@
-// Going further: what the eval prints: a row per scenario with pass^1 … pass^k, the broken expectation of every failed trial, and the totals.
+// What the eval prints: a row per scenario with pass^1 … pass^k, the broken expectation of every failed trial, and the totals.
 import { printable } from '../../../shared/text.ts';
 import { passHatK } from './pass-k.ts';
 import { elapsed } from './progress.ts';

@@ -1,4 +1,4 @@
-// Going further: the eval's child process, one sitting of a scenario: reads it (JSON) on stdin, prints its record (JSON) on stdout. eval.ts starts it with DB_NAME naming the trial's scratch database.
+// The eval's child process, one sitting of a scenario: reads it (JSON) on stdin, prints its record (JSON) on stdout. eval.ts starts it with DB_NAME naming the trial's scratch database.
 import { text } from 'node:stream/consumers';
 import { parseFlags, runMain, type ScriptIo, startedDirectly } from '../../../shared/cli.ts';
 import { ensureLogDir, llmSettings } from '../../../shared/config.ts';

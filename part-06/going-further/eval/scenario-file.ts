@@ -1,4 +1,4 @@
-// Going further: the eval's scenario file (JSON), checked before anything runs: a mistake is one sentence naming its place.
+// The eval's scenario file (JSON), checked before anything runs: a mistake is one sentence naming its place.
 import { UsageError } from '../../../shared/cli.ts';
 import { printable } from '../../../shared/text.ts';
 

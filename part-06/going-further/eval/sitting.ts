@@ -1,4 +1,4 @@
-// Going further: one sitting of an eval scenario, run as the full chat runs a question (the hardened store, the customer's notes, one question at a time), recorded instead of printed.
+// One sitting of an eval scenario, run as the full chat runs a question (the hardened store, the customer's notes, one question at a time), recorded instead of printed.
 import type { LlmSettings } from '../../../shared/config.ts';
 import { DatabaseError } from '../../../shared/db.ts';
 import { ProviderError, streamWithTools, type Usage } from '../../../shared/llm/index.ts';

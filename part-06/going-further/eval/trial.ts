@@ -1,4 +1,4 @@
-// Going further: one trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
+// One trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
 import { randomBytes } from 'node:crypto';
 import type mysql from 'mysql2/promise';
 import { explainDatabaseError } from '../../../shared/db.ts';

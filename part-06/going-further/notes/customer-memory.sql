@@ -1,4 +1,4 @@
--- Going further: what Nimbus keeps about a customer across conversations (see notes-queries.ts).
+-- What Nimbus keeps about a customer across conversations (see notes-queries.ts).
 -- Created by every command's first run, after schema.sql, like it: only what is missing, never dropped.
 -- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < going-further/notes/customer-memory.sql
 

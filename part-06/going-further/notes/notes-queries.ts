@@ -1,4 +1,4 @@
-// Going further: every SQL statement on customer notes, what a customer asked Nimbus to keep across conversations.
+// Every SQL statement on customer notes, what a customer asked Nimbus to keep across conversations.
 //
 // Every function takes the customer from its caller, who has it from the session: another customer's
 // note is never read, changed or deleted here, and looks exactly like one that does not exist.

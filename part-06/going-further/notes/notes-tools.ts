@@ -1,4 +1,4 @@
-// Going further: the tools that carry a customer's wishes across conversations: remember_note, forget_notes, forget_everything, search_past_conversations.
+// The tools that carry a customer's wishes across conversations: remember_note, forget_notes, forget_everything, search_past_conversations.
 //
 // Like every tool, they act for the signed-in customer alone: it arrives in `context`, from our code,
 // and none of them takes a customer from the model. Another customer's note or conversation looks

@@ -1,4 +1,4 @@
-// Going further: what the scripts print about customer notes: a question's recall, and one customer's notes.
+// What the scripts print about customer notes: a question's recall, and one customer's notes.
 import { oneLine, printable, shorten } from '../../../shared/text.ts';
 import type { CustomerNote } from './notes-queries.ts';
 import type { Recall } from './recall-notes.ts';

@@ -1,4 +1,4 @@
-// Going further: finds a customer's earlier conversations by their words, through a word index of her own messages.
+// Finds a customer's earlier conversations by their words, through a word index of her own messages.
 //
 // Each word of a question or an answer is kept in message_words (customer-memory.sql) with the
 // customer and the message, when the message is saved (hardened-store.ts calls indexMessages in the

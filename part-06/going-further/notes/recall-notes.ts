@@ -1,4 +1,4 @@
-// Going further: the customer's notes that matter most for a question, in their own budget, sent as the customer's own words.
+// The customer's notes that matter most for a question, in their own budget, sent as the customer's own words.
 //
 // Ranking: notes sharing more words with the question first, then the newest. Words, not embeddings:
 // a note is one short sentence in the customer's words, a customer keeps a few, and ranking them

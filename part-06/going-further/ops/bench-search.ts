@@ -1,4 +1,4 @@
-// Going further: measures search_past_conversations as one customer's history grows, and what it costs another customer: `npx tsx part-06/going-further/ops/bench-search.ts`.
+// Measures search_past_conversations as one customer's history grows, and what it costs another customer: `npx tsx part-06/going-further/ops/bench-search.ts`.
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import {

@@ -1,4 +1,4 @@
-// Going further: measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
+// Measures what memory costs per question as conversations grow: `npm run bench` (add -- --json for machine-readable output).
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import {

@@ -1,4 +1,4 @@
-// Going further: a real 3-node MariaDB Galera cluster on this machine, `npx tsx cluster.ts start|stop|status|restart <node>`.
+// A real 3-node MariaDB Galera cluster on this machine, `npx tsx cluster.ts start|stop|status|restart <node>`.
 import path from 'node:path';
 import {
   dim,

@@ -1,4 +1,4 @@
-// Going further: many customers at once through the full agent loop, against one server or a cluster: `npm run load`.
+// Many customers at once through the full agent loop, against one server or a cluster: `npm run load`.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Going further: everything Nimbus holds about one customer, as one object: the answer to "what do you hold about me?".
+// Everything Nimbus holds about one customer, as one object: the answer to "what do you hold about me?".
 import { existsSync } from 'node:fs';
 import { query } from '../../../shared/db.ts';
 import { displayPath } from '../../../shared/hints.ts';

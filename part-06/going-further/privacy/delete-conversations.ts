@@ -1,4 +1,4 @@
-// Going further: deleting conversations everywhere they live: their rows, their trace files, the notes learned in them.
+// Deleting conversations everywhere they live: their rows, their trace files, the notes learned in them.
 //
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.

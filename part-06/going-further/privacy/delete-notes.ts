@@ -1,4 +1,4 @@
-// Going further: deleting customer notes everywhere they live: their rows, and the trace lines of the questions that wrote them.
+// Deleting customer notes everywhere they live: their rows, and the trace lines of the questions that wrote them.
 //
 // A note's words reach logs/ in one place: the trace of each question that wrote it (the customer's
 // question, the remember_note call, the answer). Recall and every other note tool name notes by id

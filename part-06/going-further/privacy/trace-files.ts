@@ -1,4 +1,4 @@
-// Going further: everything the product does with trace files on disk — writing lines so that an erasure is final, finding, reading, rewriting and deleting them. The core's trace.ts owns a line's format and a file's name.
+// Everything the product does with trace files on disk — writing lines so that an erasure is final, finding, reading, rewriting and deleting them. The core's trace.ts owns a line's format and a file's name.
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,

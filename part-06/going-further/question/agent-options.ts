@@ -1,4 +1,4 @@
-// Going further: what chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, the tools that keep them, and the fence every write of a question goes through.
+// What chat.ts and ask.ts give the agent, in one place: the hardened store with the customer's notes, the tools that keep them, and the fence every write of a question goes through.
 import { dim } from '../../../shared/cli.ts';
 import type { AgentOptions } from '../../agent.ts';
 import type { MemoryBudget } from '../../context.ts';

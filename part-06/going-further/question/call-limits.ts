@@ -1,4 +1,4 @@
-// Going further: what one question's model replies may ask for. A reply once asked for 3,000 tool calls: all ran, the next request carried 3,005 messages (537 KB) under a 12,000-character budget, and 300 searches made 300 paid embedding requests.
+// What one question's model replies may ask for: tool calls per reply, help-center searches per question, and how much of a step's results is sent back. A model can ask for thousands of calls in one reply.
 import { integerSetting, type Env } from '../../../shared/config.ts';
 import type {
   AssistantMessage,

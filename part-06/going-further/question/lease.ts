@@ -1,4 +1,4 @@
-// Going further: one question at a time per conversation, across windows, processes and database nodes, as a lease row every node sees.
+// One question at a time per conversation, across windows, processes and database nodes, as a lease row every node sees.
 //
 // A turn is saved step by step, so two questions answered at once in one conversation would put their
 // steps side by side. The lock makes the second wait for the first, and then it sees the first's whole

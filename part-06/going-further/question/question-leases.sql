@@ -1,4 +1,4 @@
--- Going further: one question at a time per conversation, as rows every database node sees (lease.ts).
+-- One question at a time per conversation, as rows every database node sees (lease.ts).
 -- Created by the full Nimbus's first run, like customer-memory.sql: only when missing, never dropped.
 -- Works on MySQL 8+ and MariaDB 10.6+:   mysql -u root -p nimbus < going-further/question/question-leases.sql
 

@@ -1,4 +1,4 @@
-// Going further: the tables going further adds, created when missing after the chapter's own, like them never dropped.
+// The tables going further adds, created when missing after the chapter's own, like them never dropped.
 import type mysql from 'mysql2/promise';
 import type { ConfigError, LlmSettings } from '../../../shared/config.ts';
 import { DatabaseError, databaseSettings } from '../../../shared/db.ts';

@@ -1,4 +1,4 @@
-// Going further: makes a message fit the messages table before it is stored: what a model or a customer writes is not always storable.
+// Makes a message fit the messages table before it is stored: what a model or a customer writes is not always storable.
 //
 // MariaDB checks JSON columns: it rejects a lone UTF-16 surrogate (half an emoji) and 32 or more levels of
 // nesting. Every server refuses a statement larger than max_allowed_packet (16 MB by default on MariaDB),

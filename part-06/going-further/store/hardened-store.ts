@@ -1,4 +1,4 @@
-// Going further: the store chat.ts and ask.ts use. The plain store's job (memory.ts), made to survive real use.
+// The store chat.ts and ask.ts use. The plain store's job (memory.ts), made to survive real use.
 //
 // - Bounded loading (load-context.ts): a question reads only the newest turns it needs.
 // - Defensive reading (read-history.ts): a damaged row is left out and reported, never sent.

@@ -1,4 +1,4 @@
-// Going further: loads only what the next question needs, so its cost does not grow with the conversation.
+// Loads only what the next question needs, so its cost does not grow with the conversation.
 //
 // The plain version is `buildContext(await loadMessages(id), budget)`: read every message, then keep
 // what fits. At turn 10,000 that reads 40,000 rows to send a dozen. loadContext returns exactly the

@@ -1,4 +1,4 @@
-// Going further: a conversation's rows exactly as stored, for the operator: each message with its seq and tokens, damaged rows in place.
+// A conversation's rows exactly as stored, for the operator: each message with its seq and tokens, damaged rows in place.
 import { dim } from '../../../shared/cli.ts';
 import { query } from '../../../shared/db.ts';
 import type { Message } from '../../../shared/llm/index.ts';

@@ -1,4 +1,4 @@
-// Going further: reads stored messages back defensively, so a damaged row can never become a request the provider rejects.
+// Reads stored messages back defensively, so a damaged row can never become a request the provider rejects.
 //
 // Our own saves are all-or-nothing (memory.ts), but rows can also come from older code, a hand edit or a
 // crash in another program. Any of these may leave a tool call without its result, a result without its

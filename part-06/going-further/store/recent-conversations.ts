@@ -1,4 +1,4 @@
-// Going further: the list of recent conversations the operator's viewer starts from, with whose each is.
+// The list of recent conversations the operator's viewer starts from, with whose each is.
 import { query } from '../../../shared/db.ts';
 import { oneLine, shorten } from '../../../shared/text.ts';
 import { safe, when } from '../../conversation-view.ts';

@@ -1,4 +1,4 @@
-// Going further: the chat's answer as it streams in, with the trace's lines kept readable around it.
+// The chat's answer as it streams in, with the trace's lines kept readable around it.
 import { dim, type ScriptIo } from '../../../shared/cli.ts';
 import { streamWithTools } from '../../../shared/llm/index.ts';
 import { printable } from '../../../shared/text.ts';

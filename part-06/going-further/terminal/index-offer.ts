@@ -1,4 +1,4 @@
-// Going further: at chat start, says once if help-center search will fall back to keywords, and offers to fix it.
+// At chat start, says once if help-center search will fall back to keywords, and offers to fix it.
 import { dim, type ScriptIo } from '../../../shared/cli.ts';
 import type { LlmSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';

@@ -1,4 +1,4 @@
-// Going further: the chat's input, typed or piped: lines wait in a queue while Nimbus works, and Ctrl-C can empty it.
+// The chat's input, typed or piped: lines wait in a queue while Nimbus works, and Ctrl-C can empty it.
 //
 // A terminal is read with readline (editing, history, a prompt). Piped input is split at "\n" only:
 // readline would also split at a carriage return inside a line. Either way, lines that arrive while

@@ -1,4 +1,4 @@
-// Going further: a question too long to be worth sending is refused before the model is called.
+// A question too long to be worth sending is refused before the model is called.
 import { UsageError } from '../../../shared/cli.ts';
 
 /** Plenty for a support question; and a question is stored, and sent again with later turns. */

@@ -1,4 +1,4 @@
-// Going further: what one run of the chat may spend. Piped input can hold any number of questions: 100 MB of it once made 24,059 model calls in five minutes.
+// What one run of the chat may spend, in questions and tokens: piped input can hold any number of questions.
 import { integerSetting, type Env } from '../../../shared/config.ts';
 import type { Usage } from '../../../shared/llm/index.ts';
 import type { AgentOptions } from '../../agent.ts';

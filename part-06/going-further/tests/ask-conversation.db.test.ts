@@ -1,4 +1,4 @@
-// Going further: a conversation the chapter's ask.ts started continues in the full Nimbus's, its history sent.
+// A conversation the chapter's ask.ts started continues in the full Nimbus's, its history sent.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';

@@ -1,4 +1,4 @@
-// Going further: Ctrl-C in the full Nimbus's ask.ts keeps the steps it finished, and still names the conversation to go on in.
+// Ctrl-C in the full Nimbus's ask.ts keeps the steps it finished, and still names the conversation to go on in.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';

@@ -1,4 +1,4 @@
-// Going further: whatever comes in — odd ids, hostile text, a missing database, a rate limit — gets one clear line and nothing half-saved (the core scripts; going further's limits through its own).
+// Whatever comes in — odd ids, hostile text, a missing database, a rate limit — gets one clear line and nothing half-saved (the core scripts; going further's limits through its own).
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';

@@ -1,4 +1,4 @@
-// Going further: what one reply may ask for. Of 40 calls in a reply 16 run and the model is told the rest did not; searches, each a paid embedding, are bounded per question.
+// What one reply may ask for. Of 40 calls in a reply 16 run and the model is told the rest did not; searches, each a paid embedding, are bounded per question.
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../shared/config.ts';

@@ -1,4 +1,4 @@
-// Going further: what show-conversation and the damaged-row warning print: every field from a customer, a model or a stored row is shown, never obeyed or hidden.
+// What show-conversation and the damaged-row warning print: every field from a customer, a model or a stored row is shown, never obeyed or hidden.
 import { describe, expect, it } from 'vitest';
 import { turnsView } from '../store/message-rows.ts';
 import { listView } from '../store/recent-conversations.ts';

@@ -1,4 +1,4 @@
-// Going further: whose data a session may see: the signed-in customer comes from configuration, and conversations belong to one customer.
+// Whose data a session may see: the signed-in customer comes from configuration, and conversations belong to one customer.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { logDir } from '../../../shared/config.ts';

@@ -1,4 +1,4 @@
-// Going further: damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers, and the full viewer shows it in place.
+// Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers, and the full viewer shows it in place.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';

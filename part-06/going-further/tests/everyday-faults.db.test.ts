@@ -1,4 +1,4 @@
-// Going further: ordinary faults lose nothing and end nothing: bad settings said first, saves that fail, odd text (the core chat); streamed text, the index at start, deletions under a chat (the full Nimbus).
+// Ordinary faults lose nothing and end nothing: bad settings said first, saves that fail, odd text (the core chat); streamed text, the index at start, deletions under a chat (the full Nimbus).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Going further: every write of a question goes through one fenced path; once an erasure took its conversation, a tool's ticket, its saves and its trace lines land nowhere, and the chat names no erased conversation.
+// Every write of a question goes through one fenced path; once an erasure took its conversation, a tool's ticket, its saves and its trace lines land nowhere, and the chat names no erased conversation.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

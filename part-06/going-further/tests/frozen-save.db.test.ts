@@ -1,4 +1,4 @@
-// Going further: a database that freezes at any moment of a question, the save above all: the process still
+// A database that freezes at any moment of a question, the save above all: the process still
 // ends, in one line that says whether the step may have been saved, on the full Nimbus and the core.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Going further: the store chat.ts uses, against a real database: bounded loading equals the plain way, damaged
+// The store chat.ts uses, against a real database: bounded loading equals the plain way, damaged
 // rows are left out, what MariaDB would refuse is made storable, a deleted conversation is never written again,
 // and a writer that lost its place in the conversation never mixes its turn into another's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Going further: show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens; going further's viewer adds the exact JSON and a full export.
+// Show-conversation: the turn-by-turn view of compaction equals buildContext, other budgets on demand, real tokens; going further's viewer adds the exact JSON and a full export.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';

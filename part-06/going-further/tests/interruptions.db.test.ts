@@ -1,4 +1,4 @@
-// Going further: killed, interrupted or blocked mid-turn, a chat keeps every completed step, never a half of one, for both providers: the core chat.ts killed, the full one interrupted (Ctrl-C) or sharing a conversation.
+// Killed, interrupted or blocked mid-turn, a chat keeps every completed step, never a half of one, for both providers: the core chat.ts killed, the full one interrupted (Ctrl-C) or sharing a conversation.
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Going further: the chat's piped input is read in one pass, and a line over the limit is never held or echoed whole.
+// The chat's piped input is read in one pass, and a line over the limit is never held or echoed whole.
 import { Readable, Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { scriptIo } from '../../../shared/cli.ts';

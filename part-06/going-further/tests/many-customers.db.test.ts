@@ -1,4 +1,4 @@
-// Going further: many customers answered at once by one process: more questions in flight than the pool has connections, all answered, none mixed.
+// Many customers answered at once by one process: more questions in flight than the pool has connections, all answered, none mixed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';

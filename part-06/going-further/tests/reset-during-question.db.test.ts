@@ -1,4 +1,4 @@
-// Going further: a reset while a question is being answered waits for it, so nothing of that conversation is written after the reset.
+// A reset while a question is being answered waits for it, so nothing of that conversation is written after the reset.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';

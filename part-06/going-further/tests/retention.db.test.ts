@@ -1,4 +1,4 @@
-// Going further: forget.ts and prune.ts delete a conversation everywhere: no table row and no log line keeps its id or words.
+// Forget.ts and prune.ts delete a conversation everywhere: no table row and no log line keeps its id or words.
 import {
   existsSync,
   mkdirSync,

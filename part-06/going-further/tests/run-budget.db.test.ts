@@ -1,4 +1,4 @@
-// Going further: a piped chat run is bounded: a huge line is refused without being echoed, an answer's terminal output has a limit, and the run stops at its budget.
+// A piped chat run is bounded: a huge line is refused without being echoed, an answer's terminal output has a limit, and the run stops at its budget.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatWithTools, type Message } from '../../../shared/llm/index.ts';

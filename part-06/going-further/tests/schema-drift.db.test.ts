@@ -1,4 +1,4 @@
-// Going further: a schema that drifted (a column dropped, a table renamed by hand): one sentence that says which setup repairs it.
+// A schema that drifted (a column dropped, a table renamed by hand): one sentence that says which setup repairs it.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../shared/db.ts';

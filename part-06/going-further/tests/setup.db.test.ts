@@ -1,4 +1,4 @@
-// Going further: the database is created on a first run, gains what is missing later, and is reset only when asked, saying what goes (going further's tables too).
+// The database is created on a first run, gains what is missing later, and is reset only when asked, saying what goes (going further's tables too).
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Going further: going further: a tool call whose arguments are larger than a database packet neither fails the save nor loses the ticket's step.
+// A tool call whose arguments are larger than a database packet neither fails the save nor loses the ticket's step.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { logDir } from '../../../shared/config.ts';
 import { query } from '../../../shared/db.ts';

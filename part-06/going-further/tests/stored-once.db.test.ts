@@ -1,4 +1,4 @@
-// Going further: a step is stored once whatever its COMMIT's fate, even a COMMIT that lands after the app gave up on it and looked, and the chat goes on saving; a ticket whose COMMIT answer was lost is found, not apologised for.
+// A step is stored once whatever its COMMIT's fate, even a COMMIT that lands after the app gave up on it and looked, and the chat goes on saving; a ticket whose COMMIT answer was lost is found, not apologised for.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../shared/config.ts';
 import { query, useDatabase } from '../../../shared/db.ts';

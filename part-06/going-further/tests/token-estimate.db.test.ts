@@ -1,4 +1,4 @@
-// Going further: a model server that reports no token counts (or counts that are none) cannot run past MAX_TOKENS_PER_RUN: the chat estimates, and says so once.
+// A model server that reports no token counts (or counts that are none) cannot run past MAX_TOKENS_PER_RUN: the chat estimates, and says so once.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatWithTools, type Message } from '../../../shared/llm/index.ts';

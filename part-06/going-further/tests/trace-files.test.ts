@@ -1,4 +1,4 @@
-// Going further: trace files keep whole lines, never write through a link, and never come back once deleted.
+// Trace files keep whole lines, never write through a link, and never come back once deleted.
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
