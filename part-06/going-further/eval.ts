@@ -24,7 +24,7 @@ import {
 import { connectToServer } from '../../shared/db.ts';
 import { commandFor, displayPath, learnerDir } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
-import { childSittings } from './eval/child-sitting.ts';
+import { spawnSittings } from './eval/spawn-sitting.ts';
 import { evalProgress } from './eval/progress.ts';
 import { failures, summarize, table, totals, type Prices } from './eval/report.ts';
 import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-file.ts';
@@ -158,7 +158,7 @@ async function runTrials(
   };
   for (const signal of STOP_SIGNALS) process.on(signal, leave);
   // The sittings read the settings this process was given (.env included): the same provider and server.
-  const startSitting = childSittings(io.env, folder, (running) => (child = running));
+  const startSitting = spawnSittings(io.env, folder, (running) => (child = running));
   // Once leaving, no sitting starts: one started after the drop would create its database again.
   const runSitting: SittingRunner = (input, database) =>
     stopping ? Promise.reject(new Error('Stopped.')) : startSitting(input, database);

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../shared/testing/run-in-process.ts';
-import { runScript } from '../../../shared/testing/run-script.ts';
 import { MAX_QUESTION_CHARS } from '../terminal/question-limit.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 
@@ -25,10 +24,9 @@ afterAll(async () => {
 });
 
 describe('flags that make no sense', () => {
-  it('going further’s bench.ts --runs=abc is refused instead of running 40, and quoted escaped', async () => {
-    const result = await runScript(script('going-further/ops/bench.ts'), ['--runs=abc\x1b[2J'], {
-      env,
-    });
+  it('going further’s bench-memory.ts --runs=abc is refused instead of running 40, and quoted escaped', async () => {
+    const bench = script('going-further/ops/bench-memory.ts');
+    const result = await runInProcess(bench, ['--runs=abc\x1b[2J'], { env });
     expect(result.code).toBe(2);
     expect(result.stderr.split('\n')[0]).toBe(
       '--runs must be a whole number of at least 5 (got "abc\\x1b[2J").',

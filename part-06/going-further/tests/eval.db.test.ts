@@ -10,7 +10,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../../shared/tes
 import { startFakeProvider, type ChatView } from '../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../shared/testing/run-in-process.ts';
 import { collect, runScript, startScript } from '../../../shared/testing/run-script.ts';
-import { childSittings } from '../eval/child-sitting.ts';
+import { spawnSittings } from '../eval/spawn-sitting.ts';
 import { parseScenarios } from '../eval/scenario-file.ts';
 import { TOOL_NAMES } from '../eval/sitting.ts';
 import { carefulModel, carelessModel } from './scripted-models.ts';
@@ -224,7 +224,7 @@ describe('npm run eval', () => {
     const fake = await startFakeProvider();
     const store = await createScratchDatabase({ use: false });
     try {
-      const sitting = childSittings({ ...process.env, ...fake.env('gemini') }, dir, () => {});
+      const sitting = spawnSittings({ ...process.env, ...fake.env('gemini') }, dir, () => {});
       const input = { customer: 'nobody@example.com', turns: ['Hi'] };
       await expect(sitting(input, store.name)).rejects.toThrow(
         'There is no customer with the email nobody@example.com.',

@@ -185,7 +185,7 @@ describe('a conversation deleted while its full chat is open', () => {
 
 describe('npm run bench interrupted (going further)', () => {
   it('drops its scratch database on Ctrl-C', async () => {
-    const child = startScript(further('ops/bench.ts'), ['--runs=5'], { env });
+    const child = startScript(further('ops/bench-memory.ts'), ['--runs=5'], { env });
     const done = collect(child);
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));

@@ -35,7 +35,7 @@ afterAll(async () => {
 async function runAll(model: typeof carefulModel, provider: ProviderName, only?: string[]) {
   const fake = await startFakeProvider({ fallback: model });
   const llm = fake.llm(provider);
-  // What run-sitting.ts does in its own process: the pool opened on the trial's database.
+  // What sitting-process.ts does in its own process: the pool opened on the trial's database.
   const inProcess: SittingRunner = async (input, database) => {
     const trialDatabase = new Database({ ...dbSettings(process.env), database });
     try {

@@ -1,25 +1,25 @@
-// How eval.ts runs a sitting: run-sitting.ts in a process of its own, whose DB_NAME names the trial's scratch database (the database pool reads it once, at start).
+// How eval.ts runs a sitting: sitting-process.ts in a process of its own, whose DB_NAME names the trial's scratch database (the database pool reads it once, at start).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ROOT_DIR } from '../../../shared/config.ts';
 import type { SittingResult } from './sitting.ts';
 import type { SittingRunner } from './trial.ts';
 
-const RUN_SITTING = fileURLToPath(new URL('./run-sitting.ts', import.meta.url));
+const SITTING_PROCESS = fileURLToPath(new URL('./sitting-process.ts', import.meta.url));
 
 /**
  * A runner that starts one process per sitting, as a learner's later `npm run chat -- --resume=…`
  * would: with the eval's own environment (`env`, its settings), the trial's database as DB_NAME, and
  * traces written to `logDir`. `running` is told the process, for Ctrl-C to stop it.
  */
-export function childSittings(
+export function spawnSittings(
   env: NodeJS.ProcessEnv,
   logDir: string,
   running: (child: ChildProcess | undefined) => void,
 ): SittingRunner {
   return (input, database) =>
     new Promise<SittingResult>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', RUN_SITTING], {
+      const child = spawn(process.execPath, ['--import', 'tsx', SITTING_PROCESS], {
         cwd: ROOT_DIR, // where tsx is found, wherever the eval was started from
         env: { ...env, DB_NAME: database, LOG_DIR: logDir, NO_COLOR: '1' },
         stdio: ['pipe', 'pipe', 'pipe'],
