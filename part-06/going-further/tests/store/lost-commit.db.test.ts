@@ -1,0 +1,143 @@
+// A COMMIT whose answer never came, and connections cut mid-question: what happened is looked up, never guessed; nothing is stored twice or lost, and the question goes on.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dbSettings } from '../../../../shared/config.ts';
+import { query, useDatabase } from '../../../../shared/db.ts';
+import {
+  createScratchDatabase,
+  type ScratchDatabase,
+} from '../../../../shared/testing/database.ts';
+import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import {
+  startPausableProxy,
+  type PausableProxy,
+} from '../../../../shared/testing/pausable-proxy.ts';
+import { runAgent } from '../../../agent.ts';
+import { DEFAULT_BUDGET } from '../../../context.ts';
+import { newConversation, type Conversation } from '../../../memory.ts';
+import { ensureFullDatabase } from '../../store/ensure-tables.ts';
+import { hardenedStore } from '../../store/hardened-store.ts';
+import { withConversationLock } from '../../question/lease.ts';
+
+const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
+let fake: FakeProvider;
+let db: ScratchDatabase;
+let proxy: PausableProxy;
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  db = await createScratchDatabase();
+  await ensureFullDatabase(() => {});
+  proxy = await startPausableProxy(dbSettings(process.env).host, dbSettings(process.env).port);
+  // From here on this file's statements go through the proxy.
+  await useDatabase(dbSettings({ ...process.env, DB_PORT: String(proxy.port) }));
+});
+afterAll(async () => {
+  await useDatabase(dbSettings(process.env));
+  await proxy.close();
+  await fake.close();
+  await db.drop();
+});
+beforeEach(() => {
+  fake.requests.length = 0;
+});
+
+/** The conversation's rows: role and the id of the tool call each is about, in seq order. */
+async function rowsOf(conversation: Conversation) {
+  return query<Array<{ seq: number; role: string; input_tokens: number | null }>>(
+    'SELECT seq, role, input_tokens FROM messages WHERE conversation_id = ? ORDER BY seq',
+    [conversation.id],
+  );
+}
+
+const lookUp = { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
+
+describe.each(['gemini', 'openai'] as const)('a COMMIT whose answer is lost, %s', (provider) => {
+  const ask = (conversation: Conversation, question: string) =>
+    runAgent(question, maya, conversation, {
+      llm: fake.llm(provider),
+      store: hardenedStore(DEFAULT_BUDGET),
+      logDir: process.env.LOG_DIR!,
+      quiet: true,
+    });
+
+  it("on a new conversation's first save: found saved, stored once, and the conversation stays saveable", async () => {
+    const conversation = newConversation(maya.id);
+    fake.reply(lookUp, { text: 'Order 1042 has shipped.' });
+    proxy.loseNextCommitAnswer(); // get_order_status only reads: the first COMMIT is the first save
+    const result = await ask(conversation, 'Where is order 1042?');
+    expect(result.saveError).toBeUndefined();
+    expect(conversation.saved).toBe(true);
+    expect((await rowsOf(conversation)).map((row) => row.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    // A later question in the same conversation saves after them, with no duplicate key.
+    fake.reply({ text: 'You are welcome.' });
+    expect((await ask(conversation, 'Thanks!')).saveError).toBeUndefined();
+    expect((await rowsOf(conversation)).map((row) => row.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('on a later step: the step is not stored twice, and its tokens count once', async () => {
+    const conversation = newConversation(maya.id);
+    fake.reply({ text: 'Hello!' });
+    await ask(conversation, 'Hi');
+    fake.reply(lookUp, { text: 'Order 1042 has shipped.' });
+    proxy.loseNextCommitAnswer();
+    const result = await ask(conversation, 'Where is order 1042?');
+    expect(result.saveError).toBeUndefined();
+    const rows = await rowsOf(conversation);
+    expect(rows.map((row) => row.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    const tokens = rows.reduce((sum, row) => sum + (row.input_tokens ?? 0), 0);
+    const requests = fake.chats().length;
+    expect(rows.filter((row) => row.input_tokens !== null)).toHaveLength(requests);
+    expect(tokens).toBeGreaterThan(0);
+  });
+
+  it("on a lease's own COMMIT: the lease is found to be ours, and the question runs", async () => {
+    const conversation = newConversation(maya.id);
+    fake.reply({ text: 'Hello!' });
+    proxy.loseNextCommitAnswer(); // the first COMMIT is now the lease's
+    const result = await withConversationLock(conversation, () => ask(conversation, 'Hi'));
+    expect(result.outcome).toBe('answered');
+    expect(result.saveError).toBeUndefined();
+    expect(
+      await query('SELECT * FROM question_leases WHERE conversation_id = ?', [conversation.id]),
+    ).toEqual([]);
+  });
+});
+
+describe('connections cut mid-question', () => {
+  it('cost no statement that can be tried again: the history is read again and the question answered', async () => {
+    const conversation = newConversation(maya.id);
+    const options = {
+      llm: fake.llm('openai'),
+      store: hardenedStore(DEFAULT_BUDGET),
+      logDir: process.env.LOG_DIR!,
+      quiet: true,
+    };
+    fake.reply({ text: 'Hello!' });
+    await runAgent('Hi', maya, conversation, options);
+    proxy.cutAll(); // every pooled connection is now dead, and the pool does not know yet
+    fake.reply(lookUp, { text: 'Order 1042 has shipped.' });
+    const result = await runAgent('Where is order 1042?', maya, conversation, options);
+    expect(result.outcome).toBe('answered');
+    expect(result.saveError).toBeUndefined();
+    expect((await rowsOf(conversation)).map((row) => row.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+  });
+});
