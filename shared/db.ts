@@ -256,14 +256,6 @@ export async function query<T = any>(sql: string, params: unknown[] = []): Promi
   }
 }
 
-/** A wait was stopped by its signal (Ctrl-C): nothing was written. */
-export class DatabaseCancelled extends Error {
-  override name = 'DatabaseCancelled';
-  constructor() {
-    super('Cancelled: nothing was written.');
-  }
-}
-
 /**
  * The server may have committed, but its answer never came (a timeout, a dropped connection, a frozen
  * server): "nothing was written" would be a guess. The caller looks before it tries again.

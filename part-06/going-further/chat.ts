@@ -3,13 +3,13 @@ import {
   conversationId,
   dim,
   parseFlags,
-  refuseOptionsNpmKept,
   runMain,
   type ScriptIo,
   startedDirectly,
 } from '../../shared/cli.ts';
+import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
 import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
-import { DatabaseCancelled, DatabaseError } from '../../shared/db.ts';
+import { DatabaseError } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { memoryBudget } from '../context.ts';
@@ -17,6 +17,7 @@ import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
 import {
+  DatabaseCancelled,
   ERASED_WHILE_ANSWERING,
   LeaseLost,
   WAITING_FOR_OTHER_QUESTION,

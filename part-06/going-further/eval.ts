@@ -7,12 +7,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   parseFlags,
-  refuseOptionsNpmKept,
   runMain,
   type ScriptIo,
   startedDirectly,
   UsageError,
 } from '../../shared/cli.ts';
+import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
 import {
   ConfigError,
   customerEmail,

@@ -1,13 +1,6 @@
 // What a user typed comes back in an error message escaped: a flag cannot clear the screen or hide text.
 import { describe, expect, it } from 'vitest';
-import {
-  parseFlags,
-  refuseOptionsNpmKept,
-  runWith,
-  scriptIo,
-  UsageError,
-  type ScriptIo,
-} from '../cli.ts';
+import { parseFlags, runWith, scriptIo, UsageError, type ScriptIo } from '../cli.ts';
 
 const refusal = (args: string[]) => {
   try {
@@ -85,22 +78,4 @@ describe('runWith, what runMain does for a script', () => {
       expect(code).toBe(expected);
     },
   );
-});
-
-describe('refuseOptionsNpmKept', () => {
-  const io = (env: Record<string, string>) => ({ ...capturedIo().io, env });
-  it('refuses an option npm kept for itself (written before --), with the command that works', () => {
-    const env = { npm_lifecycle_event: 'chat', npm_config_customer: 'sofia@example.com' };
-    expect(() => refuseOptionsNpmKept(io(env), {}, ['resume', 'customer'])).toThrow(
-      'npm kept --customer for itself: put -- before it, as in npm run chat -- --customer=sofia@example.com',
-    );
-  });
-
-  it('lets it be when the script was given the option, or not started by npm', () => {
-    const kept = { npm_config_only: 'greeting' };
-    expect(() =>
-      refuseOptionsNpmKept(io({ ...kept, npm_lifecycle_event: 'eval' }), { only: 'x' }, ['only']),
-    ).not.toThrow();
-    expect(() => refuseOptionsNpmKept(io(kept), {}, ['only'])).not.toThrow();
-  });
 });

@@ -16,13 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
-import {
-  CommitUnknown,
-  DatabaseCancelled,
-  DatabaseError,
-  query,
-  withTransaction,
-} from '../../../shared/db.ts';
+import { CommitUnknown, DatabaseError, query, withTransaction } from '../../../shared/db.ts';
 import type { AgentOptions } from '../../agent.ts';
 import { erasureSafeTraces } from '../privacy/trace-files.ts';
 
@@ -41,6 +35,14 @@ export const WAITING_FOR_OTHER_QUESTION = `(Waiting for the question another win
 /** Said instead of "not saved" when an erasure (forget.ts, a reset) took the conversation mid-question. */
 export const ERASED_WHILE_ANSWERING =
   'This conversation was erased while Nimbus was answering, so nothing of it is kept, this answer included.';
+
+/** The wait for a conversation was stopped by Ctrl-C: nothing of the question was done. */
+export class DatabaseCancelled extends Error {
+  override name = 'DatabaseCancelled';
+  constructor() {
+    super('Cancelled: nothing was written.');
+  }
+}
 
 /** Another process is answering in this conversation, and did not finish within the wait. */
 export class ConversationBusy extends DatabaseError {
