@@ -69,8 +69,9 @@ export function besideScript(name: string): string | undefined {
   return file && existsSync(file) ? file : undefined;
 }
 
-/** A file's path as the learner can use it where they typed the command. */
+/** A file's path as the learner can use it where they typed the command; outside the repository, in full. */
 export function displayPath(file: string, typedAt: TypedAt = thisProcess()): string {
+  if (path.relative(ROOT_DIR, file).startsWith('..')) return path.resolve(file);
   return path.relative(learnerDir(typedAt), file);
 }
 

@@ -185,8 +185,7 @@ async function runTrials(
 
 /** The JSON report; a folder that cannot take it is said in one line, and the table stands. */
 function writeReport(io: ScriptIo, file: string, report: object): void {
-  const relative = displayPath(file, io); // as the learner can use it where they ran the eval
-  const shown = printable(relative.startsWith('..') ? file : relative, { singleLine: true });
+  const shown = printable(displayPath(file, io), { singleLine: true });
   try {
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`, { mode: 0o600 });
     io.log(`Report, with every trial's turns, tool calls and answers: ${shown}`);

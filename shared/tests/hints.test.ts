@@ -38,6 +38,8 @@ describe.each([
     expect(commandFor(CHAT, '--resume=abc')).toBe(`npx tsx ${prefix}chat.ts --resume=abc`);
     expect(commandFor(new URL('./setup.ts', CHAT))).toBe(`npx tsx ${prefix}setup.ts`);
     expect(displayPath(path.join(PART_06, 'logs'))).toBe(`${prefix}logs`);
+    // Outside the repository (a cluster under /tmp, LOG_DIR elsewhere): in full, not ../../tmp/….
+    expect(displayPath('/tmp/nimbus-cluster')).toBe('/tmp/nimbus-cluster');
   });
 
   it('npm run chat: the same npm command, and scripts without one relative to that folder', () => {

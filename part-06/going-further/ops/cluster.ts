@@ -1,5 +1,4 @@
 // A real 3-node MariaDB Galera cluster on this machine, `npx tsx cluster.ts start|stop|status|restart <node>`.
-import path from 'node:path';
 import {
   dim,
   parseFlags,
@@ -8,11 +7,11 @@ import {
   startedDirectly,
   UsageError,
 } from '../../../shared/cli.ts';
-import { ROOT_DIR } from '../../../shared/config.ts';
 import { commandFor, displayPath } from '../../../shared/hints.ts';
 import { printable } from '../../../shared/text.ts';
 import {
   ClusterError,
+  clusterDirectory,
   clusterHosts,
   clusterStatus,
   restartNodes,
@@ -62,7 +61,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
       `A node is given by its number, like 2 (got "${printable(bad, { singleLine: true })}").`,
     );
   // CLUSTER_DIR: where the nodes' datadirs live; a relative path is taken from the repository root.
-  const dir = path.resolve(ROOT_DIR, io.env.CLUSTER_DIR?.trim() || '.cluster');
+  const dir = clusterDirectory(io.env);
   try {
     if (command === 'start') await start(io, dir);
     else if (command === 'stop') await stop(io, dir);

@@ -31,6 +31,7 @@ import { DEFAULT_BUDGET } from '../../context.ts';
 import { newConversation, type ConversationStore } from '../../memory.ts';
 import { leaseFence, withConversationLock } from '../question/lease.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
+import { clusterDirectory, freezeNode } from './local-cluster.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 
 export function usage(io: ScriptIo): string {
@@ -43,8 +44,10 @@ the answer). Prints turns per second, the median and 95th percentile of loading 
 saving a step, the questions that had to wait for a lease, and errors. --spread runs one process per
 server in DB_HOSTS, each preferring its own node (writers spread), instead of one process for all.
 --cut-connections=<ms> kills one of the run's database connections every <ms> ms (as a restart or a
-network blip would) and then counts the turns answered, stored, lost and stored twice, and each
-process's memory before and after. The scratch database is dropped at the end.`;
+network blip would); --freeze-node=<n> freezes node n of the local cluster (npm run cluster, in
+CLUSTER_DIR) with SIGSTOP a second into each round, for --freeze-seconds (default 10). Either then
+counts the turns answered, stored, lost and stored twice, and each process's memory before and after.
+The scratch database is dropped at the end.`;
 }
 
 /** What one process measured: durations in milliseconds. */
@@ -70,6 +73,8 @@ export async function main(io: ScriptIo): Promise<void> {
       pace: { type: 'string', default: '300' },
       spread: { type: 'boolean' },
       'cut-connections': { type: 'string' },
+      'freeze-node': { type: 'string' },
+      'freeze-seconds': { type: 'string', default: '10' },
       json: { type: 'boolean' },
       worker: { type: 'string' }, // internal: this process is one of --spread's
     },
@@ -97,6 +102,16 @@ export async function main(io: ScriptIo): Promise<void> {
     values['cut-connections'] === undefined
       ? undefined
       : whole(values['cut-connections'], '--cut-connections');
+  const freezing =
+    values['freeze-node'] === undefined
+      ? undefined
+      : {
+          node: whole(values['freeze-node'], '--freeze-node'),
+          seconds: whole(values['freeze-seconds'], '--freeze-seconds'),
+          dir: clusterDirectory(io.env),
+        };
+  if (freezing && cutEvery !== undefined)
+    throw new UsageError('Give --cut-connections or --freeze-node, not both: one fault at a time.');
   const settings = databaseSettings();
   const processes = values.spread ? settings.servers.length : 1;
   if (values.spread && processes < 2)
@@ -116,15 +131,18 @@ export async function main(io: ScriptIo): Promise<void> {
       log(
         `${k} customer${k === 1 ? '' : 's'} at once, ${processes} process${processes === 1 ? '' : 'es'}…`,
       );
-      const cutting = cutEvery === undefined ? undefined : cutConnections(database, cutEvery);
+      const fault =
+        cutEvery !== undefined
+          ? cutConnections(database, cutEvery)
+          : freezing && frozenFor(freezing, log);
       const parts = await Promise.all(
         Array.from({ length: processes }, (_, p) =>
           runWorker(share(k, processes, p), { turns, pace }, rotated(settings.servers, p), env),
         ),
-      ).finally(() => cutting?.stop());
+      ).finally(() => fault?.stop());
       results.push({
         ...summary(k, parts),
-        ...(cutting && (await storedOnce(database, parts, await cutting.stop()))),
+        ...(fault && (await storedOnce(database, parts, await fault.stop()))),
       });
     }
   } finally {
@@ -133,7 +151,8 @@ export async function main(io: ScriptIo): Promise<void> {
     rmSync(logDir, { recursive: true, force: true });
   }
   if (values.json) return void io.log(printableJson({ pace_ms: pace, turns, processes, results }));
-  printTable(io, results, { pace, turns, processes, servers: settings.servers.length });
+  const fault = freezing ? `node ${freezing.node} frozen (s)` : 'connections killed';
+  printTable(io, results, { pace, turns, processes, servers: settings.servers.length, fault });
 }
 
 /**
@@ -294,7 +313,7 @@ function summary(customers: number, parts: Measured[]) {
 function printTable(
   io: ScriptIo,
   results: Array<ReturnType<typeof summary> & Partial<Awaited<ReturnType<typeof storedOnce>>>>,
-  run: { pace: number; turns: number; processes: number; servers: number },
+  run: { pace: number; turns: number; processes: number; servers: number; fault: string },
 ): void {
   const where = run.servers > 1 ? `a cluster of ${run.servers}` : 'one server';
   io.log(
@@ -315,10 +334,10 @@ function printTable(
   >;
   if (cut.length) {
     io.log(
-      '\n| customers | connections killed | answered | stored | lost | stored twice | memory (MB) before → after |',
+      `\n| customers | ${run.fault} | answered | stored | lost | stored twice | memory (MB) before → after |`,
     );
     io.log(
-      '| --------: | -----------------: | -------: | -----: | ---: | -----------: | -------------------------- |',
+      `| --------: | ${'-'.repeat(run.fault.length - 1)}: | -------: | -----: | ---: | -----------: | -------------------------- |`,
     );
     for (const r of cut)
       io.log(
@@ -402,7 +421,41 @@ function cutConnections(database: string, ms: number): { stop: () => Promise<num
   };
 }
 
-/** What the database holds after a run with cut connections: each question is stored once, or is lost. */
+/**
+ * Freezes a node of the local cluster a second from now for `seconds` (thawed at stop() at the
+ * latest); stop() says how many seconds it stayed frozen.
+ */
+function frozenFor(
+  { node, seconds, dir }: { node: number; seconds: number; dir: string },
+  log: (line: string) => void,
+): { stop: () => Promise<number> } {
+  let thaw: (() => void) | undefined;
+  let frozenAt = 0;
+  let frozenMs = 0;
+  const unfreeze = () => {
+    if (!thaw) return;
+    thaw();
+    thaw = undefined;
+    frozenMs = Date.now() - frozenAt;
+    log(`Node ${node} thawed after ${(frozenMs / 1000).toFixed(1)} s.`);
+  };
+  const start = setTimeout(() => {
+    thaw = freezeNode(dir, node);
+    frozenAt = Date.now();
+    log(`Node ${node} frozen (SIGSTOP).`);
+  }, 1000);
+  const end = setTimeout(unfreeze, 1000 + seconds * 1000);
+  return {
+    stop: async () => {
+      clearTimeout(start);
+      clearTimeout(end);
+      unfreeze();
+      return Math.round(frozenMs / 1000);
+    },
+  };
+}
+
+/** What the database holds after a run with a fault: each question is stored once, or is lost. */
 async function storedOnce(database: string, parts: Measured[], killed: number) {
   const admin = await mysql.createConnection({ ...connectionOptions(), database });
   try {

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
+import { ROOT_DIR } from '../../../shared/config.ts';
 
 const run = promisify(execFile);
 
@@ -246,6 +247,30 @@ export async function restartNodes(dir: string, nodes: number[]): Promise<Rejoin
   } finally {
     release();
   }
+}
+
+/** Where the cluster lives: CLUSTER_DIR (a relative path from the repository root), else .cluster there. */
+export function clusterDirectory(env: Record<string, string | undefined>): string {
+  return path.resolve(ROOT_DIR, env.CLUSTER_DIR?.trim() || '.cluster');
+}
+
+/**
+ * Freezes node `node` (SIGSTOP), as a machine that stalls or a network that drops everything would:
+ * it answers nothing and closes nothing. Returns what thaws it (SIGCONT).
+ */
+export function freezeNode(dir: string, node: number): () => void {
+  const target = nodeOf(readClusterOrFail(dir), node);
+  if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
+  const frozen = signalAll([target], 'SIGSTOP');
+  return () => {
+    for (const pid of frozen.get(target)!) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // it was stopped for good meanwhile
+      }
+    }
+  };
 }
 
 /** `127.0.0.1:port,127.0.0.1:port,…`, node 1 first: the value for DB_HOSTS. */
