@@ -37,6 +37,17 @@ describe('flags that make no sense', () => {
   });
 });
 
+describe('two faults at once', () => {
+  it('npm run load refuses --cut-connections with --freeze-node: one fault at a time', async () => {
+    const load = script('going-further/ops/load-test.ts');
+    const result = await runInProcess(load, ['--cut-connections=20', '--freeze-node=1'], { env });
+    expect(result.code).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe(
+      'Give --cut-connections or --freeze-node, not both: one fault at a time.',
+    );
+  });
+});
+
 describe('hostile and unusual text', () => {
   it(`longer than ${MAX_QUESTION_CHARS} characters is refused by the full Nimbus before the model is called, and the chat goes on`, async () => {
     const before = fake.chats().length;
