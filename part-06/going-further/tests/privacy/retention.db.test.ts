@@ -82,7 +82,8 @@ describe('forget.ts', () => {
     const result = await runScript(FORGET, [gone], { env });
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(
-      `Deleted conversation ${gone}: 4 messages and its trace file ${path.relative(process.cwd(), path.join(logs, 'conversations', `${gone}.jsonl`))}.\n`,
+      // The logs are outside the repository (a temporary folder): their path is printed in full.
+      `Deleted conversation ${gone}: 4 messages and its trace file ${path.join(logs, 'conversations', `${gone}.jsonl`)}.\n`,
     );
     expect(await whereIs('periwinkle-7731')).toEqual([]);
     expect(await whereIs(gone)).toEqual([]);
