@@ -12,7 +12,10 @@ interface Entry {
   usage: string | ((io: ScriptIo) => string);
 }
 
-/** One script at a time: they share this process's database pool, which each run closes at its end. */
+/**
+ * One script at a time: each has a database of its own (runWith hands it down), but they share what
+ * belongs to the process, such as its Ctrl-C handlers and the leases it holds.
+ */
 let queue: Promise<unknown> = Promise.resolve();
 
 /**
