@@ -180,7 +180,9 @@ describe('search_past_conversations', () => {
     await search(other, 'kettle warranty');
     const crowded = await rowsReadBy(() => search(maya, 'kettle warranty'));
 
-    expect(crowded).toBe(quiet);
+    // Not one more row: reading hers through another's thousand messages would add hundreds. (Fewer
+    // can happen: the server may pick another plan once the tables have grown, whatever ran before.)
+    expect(crowded).toBeLessThanOrEqual(quiet);
   });
 
   it('indexes the conversations already stored when its table is first created', async () => {

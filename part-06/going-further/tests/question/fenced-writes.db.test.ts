@@ -1,7 +1,7 @@
 // Every write of a question goes through one fenced path; once an erasure took its conversation, a tool's ticket, its saves and its trace lines land nowhere, and the chat names no erased conversation.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { logDir } from '../../../../shared/config.ts';
 import { query, withTransaction } from '../../../../shared/db.ts';
 import {
@@ -41,6 +41,10 @@ afterAll(async () => {
   await fake.close();
   await db.drop();
 });
+
+/** Another process's lease, as a test makes one up: gone with the test, or the next would wait for it. */
+const OTHER_HOLDER = 'e'.repeat(32);
+afterEach(() => query('DELETE FROM question_leases WHERE holder = ?', [OTHER_HOLDER]));
 
 describe('an erasure that takes the conversation while its question runs', () => {
   it('is final: the ticket the model then asks for is never opened, nothing of the question is stored, and the chat names the erased conversation no more', async () => {
@@ -150,7 +154,8 @@ describe('an erasure that takes the conversation while its question runs', () =>
     const answering = session.ask('Where is order 1042?');
     await fake.waitForChat(asked + 1);
     // Another process took the lease (this process was frozen past the expiry, or an erasure).
-    await query("UPDATE question_leases SET holder = REPEAT('e', 32) WHERE conversation_id = ?", [
+    await query('UPDATE question_leases SET holder = ? WHERE conversation_id = ?', [
+      OTHER_HOLDER,
       id,
     ]);
     release();
@@ -189,7 +194,8 @@ describe('an erasure that takes the conversation while its question runs', () =>
     const answering = session.ask('Forget my notes, please.', { tools });
     await fake.waitForChat(asked + 1);
     // Another holder took the lease while the model was answering (an erasure, a reset).
-    await query("UPDATE question_leases SET holder = REPEAT('e', 32) WHERE conversation_id = ?", [
+    await query('UPDATE question_leases SET holder = ? WHERE conversation_id = ?', [
+      OTHER_HOLDER,
       id,
     ]);
     release();
