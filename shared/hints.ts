@@ -2,11 +2,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ScriptIo } from './cli.ts';
 import { ROOT_DIR } from './config.ts';
 
 /** Where a command was typed: its folder, its environment (npm's variables) and the file it started. */
-export type TypedAt = Pick<ScriptIo, 'cwd' | 'env' | 'entry'>;
+export interface TypedAt {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** The file the process was started with. */
+  entry: string;
+}
 
 const thisProcess = (): TypedAt => ({
   cwd: process.cwd(),
