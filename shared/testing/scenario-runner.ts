@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT_DIR } from '../config.ts';
+import { dbSettings, ROOT_DIR } from '../config.ts';
 import mysql from 'mysql2/promise';
 import { connectionOptions } from '../db.ts';
 import type { Scenario, ScenarioRun } from '../scenarios/scenarios.ts';
@@ -116,7 +116,7 @@ export async function runScenario(
     // Its own connection to the scenario's database: scenarios of several parts may run at once.
     query: async (sql, params) => {
       const connection = await mysql.createConnection({
-        ...connectionOptions(),
+        ...connectionOptions(dbSettings(process.env)),
         database: env.DB_NAME,
       });
       try {
