@@ -18,10 +18,11 @@ import {
   customerEmail,
   ensureLogDir,
   type Env,
+  type LlmSettings,
   llmSettings,
   makeFolders,
 } from '../../shared/config.ts';
-import { connectToServer } from '../../shared/db.ts';
+import { connectToServer, databaseSettings } from '../../shared/db.ts';
 import { commandFor, displayPath, learnerDir } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { spawnSittings } from './eval/spawn-sitting.ts';
@@ -92,7 +93,7 @@ export async function main(io: ScriptIo): Promise<number> {
   const started = new Date();
   const folder = path.join(logDir, `eval-${started.toISOString().replace(/[:.]/g, '-')}`);
   makeFolders(folder);
-  const trials = await runTrials(runs, k, folder, io);
+  const trials = await runTrials(runs, k, folder, io, llm);
   const wallMs = Date.now() - started.getTime();
 
   const summaries = summarize(
@@ -128,6 +129,7 @@ async function runTrials(
   k: number,
   folder: string,
   io: ScriptIo,
+  llm: LlmSettings,
 ): Promise<TrialRecord[]> {
   const admin = await connectToServer();
   const databases = new ScratchDatabases(admin);
@@ -164,6 +166,8 @@ async function runTrials(
     stopping ? Promise.reject(new Error('Stopped.')) : startSitting(input, database);
   const trials: TrialRecord[] = [];
   try {
+    // The sample store, its help-center index included, built once: every trial starts from a copy.
+    await databases.createTemplate(llm, databaseSettings());
     for (const scenario of runs) {
       for (let trial = 1; trial <= k; trial++) {
         progress.update(trials.length, scenario.id, trial, k);

@@ -1,7 +1,9 @@
 // One trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
 import { randomBytes } from 'node:crypto';
 import type mysql from 'mysql2/promise';
-import { explainDatabaseError } from '../../../shared/db.ts';
+import type { DbSettings, LlmSettings } from '../../../shared/config.ts';
+import { Database, explainDatabaseError, withDatabase } from '../../../shared/db.ts';
+import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import type { Usage } from '../../../shared/llm/index.ts';
 import { judge, readStoreFacts } from './judge.ts';
 import type { Scenario } from './scenario-file.ts';
@@ -31,10 +33,15 @@ export interface TrialRecord {
   database: string;
 }
 
-/** The scratch databases the eval made, so a Ctrl-C can drop the one still there. */
+/**
+ * The scratch databases the eval made, so a Ctrl-C can drop the one still there. With a template
+ * (createTemplate), each new one is a copy of it: the sample store and its help-center index are built
+ * once per run, not once per trial (an index costs a paid embedding request per batch of passages).
+ */
 export class ScratchDatabases {
   private readonly live = new Set<string>();
   private stopping = false;
+  private template?: string;
 
   /** `prefix`: the eval's own, never DB_NAME's (tests running side by side each take one of their own). */
   constructor(
@@ -51,7 +58,19 @@ export class ScratchDatabases {
     await this.admin
       .query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`)
       .catch(said);
+    if (this.template) await copyDatabase(this.admin, this.template, name).catch(said);
     return name;
+  }
+
+  /**
+   * Builds the sample store as `npm run setup` leaves it, its help-center index included when `llm`
+   * can embed, in one more of these databases; from then on, each new one starts as a copy of it.
+   */
+  async createTemplate(llm: LlmSettings, settings: DbSettings): Promise<void> {
+    const template = await this.create();
+    const store = new Database({ ...settings, database: template });
+    await withDatabase(store, () => ensureFullDatabase(() => {}, llm)).finally(() => store.close());
+    this.template = template;
   }
 
   async drop(name: string): Promise<void> {
@@ -135,6 +154,44 @@ export async function runTrial(
     return record({ verdict: broken.length ? 'fail' : 'pass', broken });
   } finally {
     await databases.drop(database);
+  }
+}
+
+/**
+ * Copies every table, rows included, and every stored function of `from` into the empty database
+ * `to`: the same store, built once. SHOW CREATE gives each as written, foreign keys and the next
+ * AUTO_INCREMENT included; they are created in `to` (the connection's database for the while).
+ */
+async function copyDatabase(admin: mysql.Connection, from: string, to: string): Promise<void> {
+  const [tables] = await admin.query<mysql.RowDataPacket[]>(
+    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
+    [from],
+  );
+  const [functions] = await admin.query<mysql.RowDataPacket[]>(
+    "SELECT routine_name AS name FROM information_schema.routines WHERE routine_schema = ? AND routine_type = 'FUNCTION'",
+    [from],
+  );
+  await admin.query(`USE \`${to}\``);
+  // A table may point at one not copied yet: the keys are checked once every row is in.
+  await admin.query('SET FOREIGN_KEY_CHECKS = 0');
+  try {
+    for (const { name } of tables) {
+      const [[created]] = await admin.query<mysql.RowDataPacket[]>(
+        `SHOW CREATE TABLE \`${from}\`.\`${name}\``,
+      );
+      await admin.query(created['Create Table']);
+      await admin.query(`INSERT INTO \`${to}\`.\`${name}\` SELECT * FROM \`${from}\`.\`${name}\``);
+    }
+    for (const { name } of functions) {
+      const [[created]] = await admin.query<mysql.RowDataPacket[]>(
+        `SHOW CREATE FUNCTION \`${from}\`.\`${name}\``,
+      );
+      // Without its DEFINER: created as the user running the eval, as setup created the template's.
+      const sql = String(created['Create Function']).replace(/DEFINER=\S+\s+/, '');
+      await admin.query(sql);
+    }
+  } finally {
+    await admin.query('SET FOREIGN_KEY_CHECKS = 1');
   }
 }
 

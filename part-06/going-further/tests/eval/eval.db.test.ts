@@ -137,6 +137,11 @@ describe('npm run eval', () => {
       });
       const used: string[] = report.runs.map((t: { database: string }) => t.database);
       expect(new Set(used).size).toBe(4); // a fresh store for every trial
+      // …each a copy of one built first: the help-center index is embedded once, before any trial.
+      const firstChat = fake.requests.findIndex((r) => r.kind === 'chat');
+      const embedded = fake.requests.map((r, i) => [r.kind, i] as const);
+      expect(embedded.filter(([kind]) => kind === 'embed').length).toBeGreaterThan(0);
+      expect(embedded.filter(([kind, i]) => kind === 'embed' && i > firstChat)).toEqual([]);
       const left = await databaseNames();
       expect(used.filter((name) => left.includes(name))).toEqual([]);
       expect(await tablesOf(named.name)).toBe(0);
