@@ -174,7 +174,7 @@ export async function runMain(main: Main, usage: Usage): Promise<void> {
 /** Runs main with these streams and settings, and returns its exit code: runMain's work, callable in-process. */
 export async function runWith(main: Main, usage: Usage, io: ScriptIo): Promise<number> {
   // The database this script uses is the one its own settings name, read when first needed.
-  const database = new Database(() => dbSettings(io.env));
+  const database = new Database(() => dbSettings(io.env), io);
   try {
     return (await withDatabase(database, () => main(io))) ?? 0;
   } catch (error) {

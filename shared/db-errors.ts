@@ -1,6 +1,6 @@
 // What the database's failures mean: which ones prove nothing was done (so trying again is safe), and one sentence for each.
 import type { DbSettings } from './config.ts';
-import { setupCommand } from './hints.ts';
+import { setupCommand, type TypedAt } from './hints.ts';
 import { printable } from './text.ts';
 
 /** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
@@ -57,15 +57,20 @@ function whereSettings(settings: DbSettings): string {
  * Turns the driver's errors into one sentence naming what to check. Other errors (a bad query is a
  * bug) are passed through unchanged.
  */
-export function explainDatabaseError(error: unknown, settings: DbSettings): unknown {
+export function explainDatabaseError(
+  error: unknown,
+  settings: DbSettings,
+  typedAt?: TypedAt,
+): unknown {
   if (!(error instanceof Error) || error instanceof DatabaseError) return error;
-  const explained = explain(error, settings);
+  const explained = explain(error, settings, typedAt);
   // The driver's own error stays attached, for whoever needs its code (a setup that may try again).
   if (explained instanceof DatabaseError) explained.cause ??= error;
   return explained;
 }
 
-function explain(error: Error, settings: DbSettings): unknown {
+/** `typedAt`: where the running script was typed, so the setup it names works there. */
+function explain(error: Error, settings: DbSettings, typedAt?: TypedAt): unknown {
   const { code, errno, fatal, sqlState } = error as {
     code?: string;
     errno?: number;
@@ -96,7 +101,7 @@ function explain(error: Error, settings: DbSettings): unknown {
       );
     case 'ER_BAD_DB_ERROR':
       return new DatabaseError(
-        `Database "${database}" does not exist on ${at}. Run: ${setupCommand()}`,
+        `Database "${database}" does not exist on ${at}. Run: ${setupCommand(typedAt)}`,
       );
     // The tables are not the ones Nimbus created (dropped, renamed or changed by hand, or another
     // part's): setup creates them again, after saying what it would delete.
@@ -104,7 +109,7 @@ function explain(error: Error, settings: DbSettings): unknown {
     case 'ER_BAD_FIELD_ERROR':
     case 'ER_SP_DOES_NOT_EXIST':
       return new DatabaseError(
-        `${missing(code, error.message)} is missing from database "${database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand()} to set it up again (it says what it would delete, and asks first).`,
+        `${missing(code, error.message)} is missing from database "${database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand(typedAt)} to set it up again (it says what it would delete, and asks first).`,
       );
     case 'ER_LOCK_WAIT_TIMEOUT':
       return new DatabaseError(

@@ -9,7 +9,7 @@ import {
   isRetryable,
   notAnswered as notAnsweredBy,
 } from './db-errors.ts';
-import { besideScript, commandFor } from './hints.ts';
+import { besideScript, commandFor, type TypedAt } from './hints.ts';
 
 export { DatabaseError } from './db-errors.ts';
 
@@ -28,13 +28,16 @@ interface Server extends DbServer {
  */
 export class Database {
   readonly #read: () => DbSettings;
+  /** Where the script using it was typed: the commands its errors name work there (see hints.ts). */
+  readonly typedAt?: TypedAt;
   #settings?: DbSettings;
   #servers?: Server[];
   /** Every connection of the pools still open, so closing can end them even when a server does not answer. */
   readonly opened = new Set<{ destroy(): void }>();
 
-  constructor(settings: DbSettings | (() => DbSettings)) {
+  constructor(settings: DbSettings | (() => DbSettings), typedAt?: TypedAt) {
     this.#read = typeof settings === 'function' ? settings : () => settings;
+    this.typedAt = typedAt;
   }
 
   get settings(): DbSettings {
@@ -103,7 +106,8 @@ export async function useDatabase(
 
 /** The driver's error as one sentence naming the server and the settings to check (other errors pass). */
 export function explainDatabaseError(error: unknown): unknown {
-  return explainWith(error, databaseSettings());
+  const database = current();
+  return explainWith(error, database.settings, database.typedAt);
 }
 
 function notAnswered(what: string, database: Database): DatabaseError {
@@ -271,9 +275,10 @@ export class CommitUnknown extends DatabaseError {
 export function saveFailure(error: unknown, conversationId: string): string {
   const message = error instanceof Error ? error.message : String(error);
   if (!(error instanceof CommitUnknown)) return `Not saved: ${message}`;
-  const viewer = besideScript('show-conversation.ts');
+  const typedAt = (handedDown.getStore() ?? outside)?.typedAt;
+  const viewer = besideScript('show-conversation.ts', typedAt);
   return viewer
-    ? `${message} See what was saved with ${commandFor(viewer, conversationId)}.`
+    ? `${message} See what was saved with ${commandFor(viewer, conversationId, typedAt)}.`
     : message;
 }
 

@@ -61,15 +61,14 @@ export function usageLines(
  * The command that creates the running script's tables again: the setup.ts beside it (every part has
  * its own, and going further too), or the root's `npm run setup` for a script without one.
  */
-export function setupCommand(): string {
-  const setup = besideScript('setup.ts');
-  return setup ? commandFor(setup) : 'npm run setup';
+export function setupCommand(typedAt: TypedAt = thisProcess()): string {
+  const setup = besideScript('setup.ts', typedAt);
+  return setup ? commandFor(setup, '', typedAt) : 'npm run setup';
 }
 
 /** A file of that name in the running script's folder, if there is one: its part's own. */
-export function besideScript(name: string): string | undefined {
-  const script = process.argv[1];
-  const file = script && path.join(path.dirname(path.resolve(script)), name);
+export function besideScript(name: string, typedAt: TypedAt = thisProcess()): string | undefined {
+  const file = typedAt.entry && path.join(path.dirname(typedAt.entry), name);
   return file && existsSync(file) ? file : undefined;
 }
 

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ROOT_DIR } from '../config.ts';
 import { createScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
+import { runInProcess } from '../testing/run-in-process.ts';
 import { runScript, type ScriptResult } from '../testing/run-script.ts';
 
 const PART_06 = path.join(ROOT_DIR, 'part-06');
@@ -82,7 +83,7 @@ describe.concurrent('hints printed in the part folder, copied and run there', ()
     async () => {
       const { fake, env, done } = await own();
       try {
-        const missing = await runScript('part-06/show-conversation.ts', ['a'.repeat(32)], {
+        const missing = await runInProcess('part-06/show-conversation.ts', ['a'.repeat(32)], {
           env,
           cwd: PART_06,
         });
@@ -132,7 +133,7 @@ describe.concurrent('hints printed in the part folder, copied and run there', ()
       const { fake, env, done } = await own();
       try {
         fake.reply({ text: 'Hello!' });
-        const asked = await runScript('part-06/ask.ts', ['--quiet', 'Hi'], { env }); // something to lose
+        const asked = await runInProcess('part-06/ask.ts', ['--quiet', 'Hi'], { env }); // something to lose
         expect(asked.code, asked.stderr).toBe(0);
         const refused = await runCopied('npm run --silent setup', PART_06, env);
         expect(refused.code).toBe(2);
@@ -161,7 +162,7 @@ describe.concurrent.each([
         fake.reply({ text: 'Which order?' }, (view) => ({
           text: `You said: ${view.lastUserText}`,
         }));
-        const first = await runScript('part-06/ask.ts', ['--quiet', 'Where is my order?'], {
+        const first = await runInProcess('part-06/ask.ts', ['--quiet', 'Where is my order?'], {
           env,
           cwd,
         });

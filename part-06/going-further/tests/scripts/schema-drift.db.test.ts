@@ -7,7 +7,7 @@ import {
   type ScratchDatabase,
 } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
-import { runScript } from '../../../../shared/testing/run-script.ts';
+import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 
 const script = (file: string) => fileURLToPath(new URL(file, import.meta.url));
@@ -41,7 +41,7 @@ describe.each(PROGRAMS)('a dropped column, met by $name', ({ ask, setup }) => {
   ])('is one sentence naming it and the setup to run, as typed from %s', async (_, cwd) => {
     fake.reply({ text: 'Order 1042 has shipped.' });
     const env = { ...fake.env('gemini'), DB_NAME: db.name };
-    const result = await runScript(ask, ['--quiet', 'Where is order 1042?'], {
+    const result = await runInProcess(ask, ['--quiet', 'Where is order 1042?'], {
       env,
       cwd: cwd && script(`../../../../${cwd}`),
     });

@@ -13,6 +13,7 @@ import {
   type FakeProvider,
   type ProviderName,
 } from '../../../../shared/testing/fake-provider.ts';
+import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import {
   collect,
   runScript,
@@ -278,7 +279,7 @@ describe('a ticket opened just before the answer was cut off', () => {
           text: `Your ticket is #${(view.toolResults[0].result as { ticket_id: number }).ticket_id}.`,
         }),
       );
-      const next = await runScript(chat.script, ['--quiet', `--resume=${id}`], {
+      const next = await runInProcess(chat.script, ['--quiet', `--resume=${id}`], {
         env: env(provider),
         input: 'Yes please.\n',
       });
