@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { runScript } from '../../shared/testing/run-script.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
 const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
@@ -36,7 +36,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
           .join('\n'),
       }),
     );
-    const result = await runScript(SCRIPT, ['Can I get refunds for orders 1043 and 1042?'], {
+    const result = await runInProcess(SCRIPT, ['Can I get refunds for orders 1043 and 1042?'], {
       env: { ...fake.env(provider), DB_NAME: db.name },
     });
     expect(result.code).toBe(0);
@@ -69,7 +69,7 @@ describe.each(['gemini', 'openai'] as const)('ask.ts with %s', (provider) => {
       },
       (view) => ({ text: `Done: ticket #${(view.toolResults[0].result as any).ticket_id}.` }),
     );
-    const result = await runScript(SCRIPT, ['Please open a refund request for order 1042.'], {
+    const result = await runInProcess(SCRIPT, ['Please open a refund request for order 1042.'], {
       env: { ...fake.env(provider), DB_NAME: db.name },
     });
     expect(result.code).toBe(0);

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
-import { runScript } from '../../shared/testing/run-script.ts';
+import { runInProcess } from '../../shared/testing/run-in-process.ts';
 import { ensureDatabase } from '../setup-database.ts';
 
 const SCRIPT = fileURLToPath(new URL('../ask.ts', import.meta.url));
@@ -25,7 +25,7 @@ afterAll(async () => {
 describe('ask.ts with conversations', () => {
   it('starts a conversation, prints its id after the answer, and continues it with --conversation', async () => {
     fake.reply({ text: 'Which order do you mean?' });
-    const first = await runScript(SCRIPT, ['Where is my order?'], { env });
+    const first = await runInProcess(SCRIPT, ['Where is my order?'], { env });
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('Which order do you mean?\n');
     const id = first.stderr.match(
@@ -33,7 +33,7 @@ describe('ask.ts with conversations', () => {
     )![1];
 
     fake.reply((view) => ({ text: `Earlier you asked: "${view.messages[0].text}"` }));
-    const second = await runScript(SCRIPT, [`--conversation=${id}`, 'It is 1042.'], { env });
+    const second = await runInProcess(SCRIPT, [`--conversation=${id}`, 'It is 1042.'], { env });
     expect(second.stdout).toBe('Earlier you asked: "Where is my order?"\n');
     expect(second.stderr).toMatch(
       /\[step 0\] memory: 1 earlier turn — 1 full, 0 compacted, 0 dropped — \d+ of 12,000 chars/,
@@ -45,7 +45,7 @@ describe('ask.ts with conversations', () => {
 
   it('starts a new conversation when the id is well-formed but unknown', async () => {
     fake.reply({ text: 'Hello!' });
-    const result = await runScript(SCRIPT, [`--conversation=${'0'.repeat(32)}`, 'Hi'], { env });
+    const result = await runInProcess(SCRIPT, [`--conversation=${'0'.repeat(32)}`, 'Hi'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(
       `Conversation ${'0'.repeat(32)} was not found; starting a new one.`,

@@ -10,7 +10,7 @@ import {
   type ScratchDatabase,
 } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
-import { runScript } from '../../../../shared/testing/run-script.ts';
+import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import { fullSession } from '../full-session.ts';
 import { saveNote } from '../../notes/notes-queries.ts';
@@ -83,7 +83,7 @@ describe('forget.ts --customer', () => {
   it('with --dry-run says what would go and deletes nothing', async () => {
     const ida = await customerWith('ida-3307');
     const before = (await whereIs('ida-3307')).sort();
-    const run = await runScript(FORGET, [`--customer=${ida.email}`, '--dry-run'], { env });
+    const run = await runInProcess(FORGET, [`--customer=${ida.email}`, '--dry-run'], { env });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.split('\n')).toEqual([
       expect.stringMatching(
@@ -101,7 +101,7 @@ describe('forget.ts --customer', () => {
   it('without a terminal and without --yes says what it would delete, deletes nothing and exits 2', async () => {
     const ana = await customerWith('ana-8813');
     const before = (await whereIs('ana-8813')).sort();
-    const run = await runScript(FORGET, [`--customer=${ana.email}`], { env, input: 'yes\n' });
+    const run = await runInProcess(FORGET, [`--customer=${ana.email}`], { env, input: 'yes\n' });
     expect(run.code).toBe(2);
     expect(run.stdout).toBe(
       `Forgetting ${ana.email} deletes 1 conversation (2 messages) and 1 note, with their trace files.\n`,

@@ -7,7 +7,6 @@ import {
   type ScratchDatabase,
 } from '../../../../shared/testing/database.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
-import { runScript } from '../../../../shared/testing/run-script.ts';
 import { buildContext, type MemoryBudget, DEFAULT_BUDGET } from '../../../context.ts';
 import { contextView } from '../../../conversation-view.ts';
 import { turnsView } from '../../store/message-rows.ts';
@@ -70,9 +69,11 @@ describe('show-conversation --context, turn by turn', () => {
       ).toEqual(expected(messages, budget).rows);
     }
     // The script itself, flags and all: the view; and going further's, the exact JSON that will be sent.
-    const shown = await runScript(SHOW, [id, '--context', '--budget=900', '--recent=1'], { env });
+    const shown = await runInProcess(SHOW, [id, '--context', '--budget=900', '--recent=1'], {
+      env,
+    });
     expect(shown.stdout).toBe(`${await shownContext(id, { maxChars: 900, recentTurns: 1 })}\n`);
-    const json = await runScript(
+    const json = await runInProcess(
       SHOW_FULL,
       [id, '--context', '--json', '--budget=3000', '--recent=3'],
       { env },
@@ -115,7 +116,7 @@ describe('show-conversation <id>, the core’s and going further’s', () => {
         content: '{}',
       }),
     ]);
-    const shown = await runScript(SHOW_FULL, [id, '--json'], { env });
+    const shown = await runInProcess(SHOW_FULL, [id, '--json'], { env });
     expect(shown.code).toBe(0);
     // Printed escaped, parsed back as stored.
     expect(shown.stdout).not.toMatch(/[\u200b\u202e]/);
