@@ -12,7 +12,7 @@ import { connectionOptions, query } from '../../shared/db.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../shared/testing/run-in-process.ts';
-import { collect, runScript, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
+import { collect, startScript, waitForOutput } from '../../shared/testing/run-script.ts';
 import { API_ERROR_ANSWER } from '../agent.ts';
 import { memoryBudget } from '../context.ts';
 import { loadMessages } from '../memory.ts';
@@ -49,7 +49,7 @@ describe('settings that cannot work are the first and only thing said', () => {
     '%s without an API key: one line with where to get one, exit 1, nothing created',
     async (name) => {
       const unused = `nimbus_test_never_${Date.now().toString(36)}`;
-      const run = await runScript(script(name), name === 'ask.ts' ? ['Hi'] : [], {
+      const run = await runInProcess(script(name), name === 'ask.ts' ? ['Hi'] : [], {
         env: { ...env, GEMINI_API_KEY: '', DB_NAME: unused },
         input: 'Hi\n',
       });

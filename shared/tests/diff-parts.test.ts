@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
 import { chapterDiff as computeDiff } from '../scripts/chapter-diff.ts';
-import { runScript } from '../testing/run-script.ts';
+import { runInProcess } from '../testing/run-in-process.ts';
 
 /** The parts do not change during the run: each diff is computed once and shared by the tests that read it. */
 const computed = new Map<string, ReturnType<typeof computeDiff>>();
@@ -220,7 +220,7 @@ describe('chapterDiff', () => {
 
 describe('npm run diff', () => {
   it('prints the summary, then the first group’s heading and its first file’s diff', async () => {
-    const result = await runScript('shared/scripts/diff-parts.ts', ['5', '6']);
+    const result = await runInProcess('shared/scripts/diff-parts.ts', ['5', '6']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
@@ -229,7 +229,7 @@ describe('npm run diff', () => {
   });
 
   it('answers anything but two part numbers with one sentence and the usage, exit code 2', async () => {
-    const result = await runScript('shared/scripts/diff-parts.ts', ['5']);
+    const result = await runInProcess('shared/scripts/diff-parts.ts', ['5']);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(

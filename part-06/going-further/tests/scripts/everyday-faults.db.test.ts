@@ -11,12 +11,7 @@ import {
 } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
-import {
-  collect,
-  runScript,
-  startScript,
-  waitForOutput,
-} from '../../../../shared/testing/run-script.ts';
+import { collect, startScript, waitForOutput } from '../../../../shared/testing/run-script.ts';
 import { waitUntil } from '../../../../shared/testing/wait-until.ts';
 import { loadMessages } from '../../../memory.ts';
 import { loadRows } from '../../store/message-rows.ts';
@@ -78,7 +73,7 @@ describe('a streamed reply whose provider_raw says more than the neutral fields 
       },
       { text: 'Second answer.' },
     );
-    const run = await runScript(further('chat.ts'), ['--quiet'], {
+    const run = await runInProcess(further('chat.ts'), ['--quiet'], {
       env: { ...env, ...fake.env('openai') },
       input: 'First?\nSecond?\n',
     });
