@@ -186,7 +186,8 @@ describe('npm run eval', () => {
     });
     const before = await databaseNames();
     try {
-      const result = await runScript(EVAL, [`--scenarios=${file}`, '--trials=2'], {
+      // The run itself in-process; its first sitting is still a process of its own.
+      const result = await runInProcess(EVAL, [`--scenarios=${file}`, '--trials=2'], {
         env: { ...fake.env('gemini'), DB_NAME: named.name, LOG_DIR: path.join(dir, 'logs') },
       });
       expect(result.code).toBe(1);
