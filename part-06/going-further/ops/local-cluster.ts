@@ -546,15 +546,23 @@ async function recoverPosition(
   const logFile = path.join(node.datadir, 'recover.log');
   fs.rmSync(logFile, { force: true });
   const args = [...nodeArgs(info, node), '--wsrep-recover', `--log-error=${logFile}`];
-  try {
-    await run(mariadbd, args, { timeout: RECOVER_LIMIT_MS });
-  } catch (error) {
-    throw new ClusterError(
-      `mariadbd --wsrep-recover failed for node ${node.node}: ${describe(error)}${tailOf(logFile)}`,
-    );
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await run(mariadbd, args, { timeout: RECOVER_LIMIT_MS });
+      break;
+    } catch (error) {
+      // A recovery run that crashed is run once more: it changed nothing that a second run cannot
+      // redo from the same checkpoint. Seen once in about a hundred restarts, on a busy CI machine
+      // just after a SIGKILL; the log keeps both runs (mariadbd appends to it).
+      if (attempt === 1 && crashIn(logFile) >= 0) continue;
+      throw new ClusterError(
+        `mariadbd --wsrep-recover failed for node ${node.node}: ${describe(error)}${whyIn(logFile)}`,
+      );
+    }
   }
   const text = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '';
-  const position = /Recovered position:\s*([0-9a-f-]{36}:-?\d+)/.exec(text)?.[1];
+  const positions = [...text.matchAll(/Recovered position:\s*([0-9a-f-]{36}:-?\d+)/g)];
+  const position = positions.at(-1)?.[1];
   return position && !position.endsWith(':-1') ? position : undefined;
 }
 
@@ -795,6 +803,28 @@ function tailOf(file: string, lines = 15): string {
   if (!fs.existsSync(file)) return '';
   const tail = fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines);
   return `\nLast lines of ${file}:\n${tail.join('\n')}`;
+}
+
+/** Where the last crash report starts in mariadbd's log ("… got signal 11 ;"), or -1. */
+function crashIn(file: string): number {
+  if (!fs.existsSync(file)) return -1;
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .findLastIndex((line) => / got signal \d+/.test(line));
+}
+
+/**
+ * Why a run of mariadbd failed, from its log. A crash report ends in a page of limits and versions:
+ * what says why is the lines just before it and its stack, so those are shown instead of the tail.
+ */
+function whyIn(file: string): string {
+  const crash = crashIn(file);
+  if (crash < 0) return tailOf(file);
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const stack = lines.slice(crash).filter((line) => /\+0x[0-9a-f]+\)/.test(line));
+  const shown = [...lines.slice(Math.max(0, crash - 8), crash + 1), ...stack.slice(0, 12)];
+  return `\nFrom ${file}:\n${shown.join('\n')}`;
 }
 
 function folderSize(dir: string): number {
