@@ -43,6 +43,13 @@ export type ExpectLike = (
 };
 
 const results = (view: ChatView) => view.toolResults.map((r) => r.result as Record<string, any>);
+/**
+ * What a model says when the part it runs in has no tool for the question: what the prompt of that part
+ * tells it to say. It opens the next chapter, run against the part before (sample-session.ts --not-yet).
+ */
+const cannotYet = (what: string) => ({
+  text: `I'm sorry, I can't ${what} yet. Please email support@kestrel.example and the team will help.`,
+});
 const orderIn = (text: string) => Number(text.match(/\b\d{4}\b/)?.[0]);
 const allOutput = (run: ScenarioRun) => run.outputs.join('\n');
 /** Tool results the part sent back to the model, across the whole scenario. */
@@ -79,11 +86,14 @@ export const SCENARIOS: Scenario[] = [
     title: 'Order status for 1042',
     sessions: [['Where is my order 1042?']],
     replies: [
-      (view) => ({
-        tool_calls: [
-          { name: 'get_order_status', arguments: { order_id: orderIn(view.lastUserText) } },
-        ],
-      }),
+      (view) =>
+        view.tools.includes('get_order_status')
+          ? {
+              tool_calls: [
+                { name: 'get_order_status', arguments: { order_id: orderIn(view.lastUserText) } },
+              ],
+            }
+          : cannotYet('look up orders'),
       (view) => ({
         text: `Order ${results(view)[0].order_id} is ${results(view)[0].status}; it shipped on ${results(view)[0].shipped_on}.`,
       }),
@@ -113,14 +123,25 @@ export const SCENARIOS: Scenario[] = [
     title: 'Refund for 1043 refused, with the reason',
     sessions: [['Can I get a refund for order 1043?']],
     replies: [
+      // Without the refund tool (Part 2) the model can still look the order up, but not judge it.
       (view) => ({
         tool_calls: [
-          { name: 'check_refund_eligibility', arguments: { order_id: orderIn(view.lastUserText) } },
+          {
+            name: view.tools.includes('check_refund_eligibility')
+              ? 'check_refund_eligibility'
+              : 'get_order_status',
+            arguments: { order_id: orderIn(view.lastUserText) },
+          },
         ],
       }),
-      (view) => ({
-        text: `I'm sorry, order ${results(view)[0].order_id} can't be refunded: ${results(view)[0].reason}`,
-      }),
+      (view) => {
+        const [found] = results(view);
+        if (found.reason === undefined)
+          return {
+            text: `Order ${found.order_id} was delivered on ${found.delivered_on}. I can't check whether it can be refunded, though: please email support@kestrel.example.`,
+          };
+        return { text: `I'm sorry, order ${found.order_id} can't be refunded: ${found.reason}` };
+      },
     ],
     check(run, expect) {
       expect(toolResults(run)[0].result).toMatchObject({
@@ -208,9 +229,12 @@ export const SCENARIOS: Scenario[] = [
     title: 'A policy question answered from the help center',
     sessions: [['How long do I have to ask for my money back?']],
     replies: [
-      (view) => ({
-        tool_calls: [{ name: 'search_help_center', arguments: { query: view.lastUserText } }],
-      }),
+      (view) =>
+        view.tools.includes('search_help_center')
+          ? {
+              tool_calls: [{ name: 'search_help_center', arguments: { query: view.lastUserText } }],
+            }
+          : cannotYet("read the store's policies"),
       (view) => {
         const found = results(view)[0];
         return {

@@ -1,5 +1,6 @@
 // Prints a real session of one part against the fake provider, for the READMEs: `npx tsx shared/scripts/sample-session.ts part-04 multi-step` (`part-06/going-further` for the full Nimbus).
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseFlags, runMain, type ScriptIo, startedDirectly, UsageError } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
@@ -7,16 +8,17 @@ import { commandFor } from '../hints.ts';
 import { SCENARIOS } from '../scenarios/scenarios.ts';
 import { createScratchDatabase } from '../testing/database.ts';
 import { startFakeProvider } from '../testing/fake-provider.ts';
-import { runScript } from '../testing/run-script.ts';
+import { runInProcess } from '../testing/run-in-process.ts';
 import { printable } from '../text.ts';
 import { partScenarios, runScenario, scenarioLists } from '../testing/scenario-runner.ts';
 
 export function usage(io: ScriptIo): string {
-  return `Usage: ${commandFor(import.meta.url, '<part-NN>[/going-further] <scenario> [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]', io)}
+  return `Usage: ${commandFor(import.meta.url, '<part-NN>[/going-further] <scenario> [--not-yet] [--provider=gemini|openai] [--setup] [--show-context [--budget=N]]', io)}
 
 Runs the scenario against the part with the fake provider and a scratch database (dropped afterwards),
 and prints what a learner would see. part-06/going-further runs it through the full Nimbus
-(going-further/chat.ts, its setup and its viewer). --setup first prints the part's setup;
+(going-further/chat.ts, its setup and its viewer). --not-yet runs a scenario the part does not pass
+yet (a chapter opens on the part before it failing). --setup first prints the part's setup;
 --show-context ends with show-conversation --context (Part 6), under another memory budget with --budget.`;
 }
 
@@ -25,6 +27,7 @@ export async function main(io: ScriptIo): Promise<void> {
     args: io.args,
     options: {
       provider: { type: 'string', default: 'gemini' },
+      'not-yet': { type: 'boolean' },
       setup: { type: 'boolean' },
       'show-context': { type: 'boolean' },
       budget: { type: 'string' },
@@ -41,8 +44,12 @@ export async function main(io: ScriptIo): Promise<void> {
   if (!lists.includes(part))
     throw new UsageError(`${shown(list)} is not one of ${lists.join(', ')}.`);
   const { entry, scenarios } = partScenarios(part);
-  if (!scenarios.includes(scenario.id))
-    throw new UsageError(`${shown(part)} does not declare ${scenario.id}.`);
+  if (values['not-yet'] && scenarios.includes(scenario.id))
+    throw new UsageError(`${shown(part)} passes ${scenario.id} already: leave out --not-yet.`);
+  if (!values['not-yet'] && !scenarios.includes(scenario.id))
+    throw new UsageError(
+      `${shown(part)} does not declare ${scenario.id} (--not-yet shows what it does instead).`,
+    );
   if (values.provider !== 'gemini' && values.provider !== 'openai')
     throw new UsageError(`--provider must be gemini or openai (got "${shown(values.provider)}").`);
   const provider = values.provider;
@@ -56,21 +63,24 @@ export async function main(io: ScriptIo): Promise<void> {
 
   const fake = await startFakeProvider();
   const db = await createScratchDatabase();
+  // Its traces are a scratch database's too: deleted with it, never mixed with the learner's.
+  const logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-sample-logs-'));
   // The demo customer signs in, as .env.example sets it up.
   const env = {
     DB_NAME: db.name,
-    LOG_DIR: path.join(ROOT_DIR, 'logs', 'samples'),
+    LOG_DIR: logs,
     CUSTOMER_EMAIL: 'maya.patel@example.com',
   };
   try {
     // The transcript names the learner's database, not our scratch one.
     const print = (text: string) => io.log(text.replaceAll(db.name, 'nimbus'));
     if (existsSync(path.join(folder, beside('setup.ts')))) {
-      const setup = await runScript(path.join(folder, beside('setup.ts')), [], {
+      const setup = await runInProcess(path.join(folder, beside('setup.ts')), [], {
         env: { ...fake.env(provider), ...env },
         cwd: folder,
+        merged: true,
       });
-      if (values.setup) print(`$ npx tsx ${beside('setup.ts')}\n${setup.stdout}${setup.stderr}`);
+      if (values.setup) print(`$ npx tsx ${beside('setup.ts')}\n${setup.stdout}`);
     }
     const run = await runScenario(part, scenario, provider, fake, env, true);
     print(run.transcript);
@@ -82,15 +92,17 @@ export async function main(io: ScriptIo): Promise<void> {
         ...(values.budget === undefined ? [] : [`--budget=${values.budget}`]),
       ];
       const viewer = beside('show-conversation.ts');
-      const shown = await runScript(path.join(folder, viewer), args, {
+      const shown = await runInProcess(path.join(folder, viewer), args, {
         env: { ...fake.env(provider), ...env },
         cwd: folder,
+        merged: true,
       });
-      print(`$ npx tsx ${viewer} ${args.join(' ')}\n${shown.stdout}${shown.stderr}`);
+      print(`$ npx tsx ${viewer} ${args.join(' ')}\n${shown.stdout}`);
     }
   } finally {
     await fake.close();
     await db.drop();
+    rmSync(logs, { recursive: true, force: true });
   }
 }
 

@@ -26,20 +26,29 @@ let queue: Promise<unknown> = Promise.resolve();
 export function runInProcess(
   script: string,
   args: string[] = [],
-  options: RunOptions = {},
+  options: RunOptions & InProcessOptions = {},
 ): Promise<ScriptResult> {
   const run = queue.then(() => runNow(script, args, options));
   queue = run.catch(() => {});
   return run;
 }
 
-async function runNow(script: string, args: string[], options: RunOptions): Promise<ScriptResult> {
+export interface InProcessOptions {
+  /** Both streams into `stdout`, in the order they were written, as a terminal shows them (sample sessions). */
+  merged?: boolean;
+}
+
+async function runNow(
+  script: string,
+  args: string[],
+  options: RunOptions & InProcessOptions,
+): Promise<ScriptResult> {
   const file = path.resolve(ROOT_DIR, script);
   const entry = (await import(pathToFileURL(file).href)) as Partial<Entry>;
   if (!entry.main || !entry.usage)
     throw new Error(`${script} exports no main and usage, so it can only run as a process.`);
   const stdout = capture();
-  const stderr = capture();
+  const stderr = options.merged ? stdout : capture();
   const stdin = new PassThrough();
   stdin.end(options.input ?? '');
   const io: ScriptIo = scriptIo({
@@ -52,7 +61,12 @@ async function runNow(script: string, args: string[], options: RunOptions): Prom
     stderr: stderr.stream,
   });
   const code = await runWith(entry.main, entry.usage, io);
-  return { code, signal: null, stdout: stdout.text(), stderr: stderr.text() };
+  return {
+    code,
+    signal: null,
+    stdout: stdout.text(),
+    stderr: options.merged ? '' : stderr.text(),
+  };
 }
 
 /** A stream that keeps what is written to it, as text. */

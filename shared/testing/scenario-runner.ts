@@ -1,7 +1,5 @@
-// Runs one support scenario against one part, the way a learner would: the part's own entry script, in-process (or as a subprocess, for a sample session).
-import { spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+// Runs one support scenario against one part, the way a learner would: the part's own entry script, in-process (stderr and stdout in one, for a sample session).
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { dbSettings, ROOT_DIR } from '../config.ts';
 import mysql from 'mysql2/promise';
@@ -67,7 +65,8 @@ export async function runScenario(
   merged = false,
 ): Promise<ScenarioResult> {
   // In-process: the script's main with its own arguments, settings and piped input, as a process would run it.
-  const run = merged ? runMerged : runInProcess;
+  const run = (script: string, args: string[], options: RunOptions) =>
+    runInProcess(script, args, { ...options, merged });
   const { entry } = partScenarios(part);
   // Run in the part's folder, as a learner does: `npx tsx going-further/chat.ts` in part-06.
   const folder = partOf(part).part;
@@ -128,30 +127,4 @@ export async function runScenario(
     },
     transcript: transcript.join('\n'),
   };
-}
-
-/** Like runScript, but stdout and stderr go to one file, so their lines keep the order they were written in. */
-async function runMerged(
-  script: string,
-  args: string[],
-  options: RunOptions,
-): Promise<ScriptResult> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-run-'));
-  const file = path.join(dir, 'output.txt');
-  const fd = openSync(file, 'w');
-  try {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-      cwd: options.cwd,
-      env: { ...process.env, NO_COLOR: '1', ...options.env },
-      stdio: ['pipe', fd, fd],
-    });
-    child.stdin!.end(options.input ?? '');
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', resolve);
-    });
-    return { code, signal: null, stdout: readFileSync(file, 'utf8'), stderr: '' };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }

@@ -51,13 +51,6 @@ function goingFurtherTable(markdown: string): string[] {
 
 const inLayer = (file: string) => file.startsWith('going-further/');
 
-/** A text's lines without their indentation, blank ones left out. */
-const lines = (text: string) =>
-  text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter(Boolean);
-
 /** Commands a learner copies: lines of ```bash blocks that run Nimbus (npx tsx …, npm run …), without placeholders. */
 function commands(markdown: string): string[] {
   const blocks = [...markdown.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]);
@@ -197,48 +190,6 @@ describe('every part', () => {
       }
     }
   });
-
-  it.each(PARTS)(
-    '%s/README.md has the sections a learner needs, and says where its sample session comes from',
-    (part) => {
-      const text = readme(part);
-      for (const heading of [
-        /^## (What changed since Part \d+|What's here)$/,
-        /^## Files$/,
-        /^## Run it$/,
-        /^## Sample session$/,
-        /^## Key ideas|^## How memory works$/,
-      ]) {
-        expect(section(text, heading), `${part}: missing ${heading}`).not.toBe('');
-      }
-      expect(section(text, /^## Sample session$/)).toMatch(
-        /real run against the project's fake provider|example from a real provider/,
-      );
-    },
-  );
-
-  it.each(PARTS)(
-    '%s/README.md shows code only as it is: each excerpt is copied from the file it names',
-    (part) => {
-      const text = readme(part);
-      // An excerpt follows a line that names its file: "From `context.ts`:".
-      const excerpts = [...text.matchAll(/From `([^`]+)`:\n\n```(?:ts|sql)\n([\s\S]*?)```/g)];
-      const typescript = [...text.matchAll(/```ts\n/g)];
-      expect(
-        excerpts.length,
-        'every ts block is an excerpt that names its file',
-      ).toBeGreaterThanOrEqual(typescript.length);
-      for (const [, file, excerpt] of excerpts) {
-        const source = lines(readFileSync(path.join(ROOT_DIR, part, file), 'utf8'));
-        // A line "// …" (or "-- …") stands for lines left out; each piece around it is copied whole.
-        // Lines are compared without their indentation, which prettier takes off a piece of a function.
-        for (const piece of excerpt.split(/^\s*(?:\/\/|--) …\n/m).map(lines)) {
-          const found = source.some((_, i) => piece.every((line, j) => source[i + j] === line));
-          expect(found, `not in ${part}/${file}:\n${piece.join('\n')}`).toBe(true);
-        }
-      }
-    },
-  );
 
   it.each(PARTS)(
     "%s/README.md lists every file of the part in its Files table, going further's in its own section",
