@@ -62,7 +62,7 @@ export async function geminiChat(
   return fromResponse(response);
 }
 
-/** What generateContent and generateContentStream (gemini-stream.ts) both send: history, instructions, tools. */
+/** What generateContent and generateContentStream (the full Nimbus's model/, Part 6) both send: history, instructions, tools. */
 export function chatRequest(
   settings: GeminiSettings,
   messages: Message[],
@@ -169,7 +169,7 @@ function toResponseObject(content: string): Record<string, unknown> {
 /**
  * Reads the parts directly: the SDK's `.text` getter prints a warning whenever a reply has tool calls.
  * Every field is checked, as a server that only imitates Gemini may send anything. A streamed reply is
- * read here too, once gemini-stream.ts has put its chunks back together.
+ * read here too, once a stream's chunks are put back together (the full Nimbus's model/).
  */
 export function fromResponse(
   response: Pick<GenerateContentResponse, 'candidates' | 'usageMetadata'>,

@@ -96,21 +96,6 @@ export interface ChatOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-export interface StreamOptions extends ChatOptions {
-  /**
-   * Called with each new piece of the answer's text as it arrives (never the model's thought summaries).
-   * The pieces join to the result's `text`. Once a piece has been handed out, a failure is not retried:
-   * a retry would show the same text twice.
-   */
-  onText(text: string): void;
-  /**
-   * The longest silence allowed between two chunks once the reply has begun, in milliseconds (default
-   * 30 000); a stream that stalls longer fails with kind 'timeout'. The wait for the first chunk is not
-   * counted: a reasoning model may think in silence for longer than that, and LLM_TIMEOUT_SECONDS bounds it.
-   */
-  stallMs?: number;
-}
-
 export interface RetryInfo {
   provider: string;
   status?: number;

@@ -53,7 +53,7 @@ export async function openaiChat(
   return fromCompletion(completion as unknown, settings);
 }
 
-/** What a chat request sends, streamed (openai-stream.ts) or not: model, history, tools, reasoning effort. */
+/** What a chat request sends, streamed (the full Nimbus's model/, Part 6) or not: model, history, tools, reasoning effort. */
 export function chatRequest(
   settings: OpenAISettings,
   messages: Message[],
@@ -123,7 +123,7 @@ function toOpenAIMessages(messages: Message[]): ChatCompletionMessageParam[] {
 
 /**
  * Reads a completion field by field: a server that only imitates OpenAI may send anything. A streamed
- * reply is read here too, once openai-stream.ts has put its fragments back together.
+ * reply is read here too, once a stream's fragments are put back together (the full Nimbus's model/).
  */
 export function fromCompletion(completion: unknown, settings: OpenAISettings): ChatResult {
   const Provider = capitalized(openaiProviderName(settings));

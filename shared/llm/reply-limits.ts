@@ -38,25 +38,3 @@ export function boundedAnswer(text: string): string {
 export function argumentsTooLong(): Pick<ToolCall, 'arguments' | 'arguments_error'> {
   return { arguments: {}, arguments_error: ARGUMENTS_TOO_LONG };
 }
-
-/**
- * For a streamed answer: returns a function that takes each piece as it arrives and returns what to keep
- * of it, and shows what the reader may see. Up to the limit, everything; the piece that crosses it is
- * shown up to the limit, followed by the marker; after it, nothing is kept or shown. What is kept joins to
- * at most MAX_ANSWER_CHARS + 1 characters, which boundedAnswer turns into exactly what was shown.
- */
-export function answerPieces(show: (text: string) => void): (piece: string) => string {
-  let kept = 0;
-  return (piece) => {
-    if (kept > MAX_ANSWER_CHARS) return '';
-    const keep = piece.slice(0, MAX_ANSWER_CHARS + 1 - kept);
-    kept += keep.length;
-    if (kept <= MAX_ANSWER_CHARS) {
-      if (keep) show(keep);
-    } else {
-      // The one character past the limit is kept, not shown: it tells boundedAnswer the text was cut.
-      show(keep.slice(0, -1) + ANSWER_CUT_MARKER);
-    }
-    return keep;
-  };
-}

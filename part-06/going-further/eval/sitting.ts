@@ -1,7 +1,8 @@
 // One sitting of an eval scenario, run as the full chat runs a question (the hardened store, the customer's notes, one question at a time), recorded instead of printed.
 import type { LlmSettings } from '../../../shared/config.ts';
 import { DatabaseError } from '../../../shared/db.ts';
-import { ProviderError, streamWithTools, type Usage } from '../../../shared/llm/index.ts';
+import { ProviderError, type Usage } from '../../../shared/llm/index.ts';
+import { streamWithTools } from '../model/stream-with-tools.ts';
 import type { MemoryBudget } from '../../context.ts';
 import { runAgent, type AgentOptions, type Outcome } from '../../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../../memory.ts';

@@ -1,6 +1,6 @@
 // The chat's answer as it streams in, with the trace's lines kept readable around it.
 import { dim, type ScriptIo } from '../../../shared/cli.ts';
-import { streamWithTools } from '../../../shared/llm/index.ts';
+import { streamWithTools } from '../model/stream-with-tools.ts';
 import { printable } from '../../../shared/text.ts';
 import type { AgentOptions, AgentResult } from '../../agent.ts';
 

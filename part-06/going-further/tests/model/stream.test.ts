@@ -1,23 +1,22 @@
 // Streamed replies against the fake provider, through the real @google/genai and openai SDKs: pieces, faults, replay.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { LlmSettings } from '../config.ts';
+import type { LlmSettings } from '../../../../shared/config.ts';
 import {
   chatWithTools,
-  streamWithTools,
   type ChatOptions,
   type ChatResult,
   type Message,
-  type StreamOptions,
   type ToolDefinition,
-} from '../llm/index.ts';
-import { providerRawAgrees } from '../llm/provider-raw.ts';
+} from '../../../../shared/llm/index.ts';
+import { streamWithTools, type StreamOptions } from '../../model/stream-with-tools.ts';
+import { providerRawAgrees } from '../../../../shared/llm/provider-raw.ts';
 import {
   startFakeProvider,
   type FakeProvider,
   type OpenAIQuirk,
   type ProviderName,
-} from '../testing/fake-provider.ts';
-import { waitUntil } from '../testing/wait-until.ts';
+} from '../../../../shared/testing/fake-provider.ts';
+import { waitUntil } from '../../../../shared/testing/wait-until.ts';
 
 const ORDER_TOOL: ToolDefinition = {
   name: 'get_order_status',
@@ -539,5 +538,16 @@ describe('OpenAI streaming specifics', () => {
       'The OpenAI-compatible server streamed tool calls that cannot be put back together: a fragment with neither index nor id, after 2 calls.',
     );
     expect(fake.chats()).toHaveLength(1);
+  });
+});
+
+describe('Gemini streams', () => {
+  it("come from Gemini's stable v1 API, the SDK's default, as answers do", async () => {
+    use(fake, 'gemini');
+    fake.reply({ text: ['o', 'k'] });
+    await streamed(question, [ORDER_TOOL]).done;
+    expect(fake.requests.map((r) => r.path)).toEqual([
+      '/v1/models/gemini-fake:streamGenerateContent',
+    ]);
   });
 });

@@ -1,26 +1,21 @@
 // What a model writes is bounded in the provider layer, whole or streamed, and a stream ends at its last chunk, through the real SDKs.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { LlmSettings } from '../config.ts';
-import {
-  chatWithTools,
-  streamWithTools,
-  type ChatResult,
-  type Message,
-  type StreamOptions,
-} from '../llm/index.ts';
+import type { LlmSettings } from '../../../../shared/config.ts';
+import { chatWithTools, type ChatResult, type Message } from '../../../../shared/llm/index.ts';
+import { streamWithTools, type StreamOptions } from '../../model/stream-with-tools.ts';
 import {
   ANSWER_CUT_MARKER,
   ARGUMENTS_TOO_LONG,
   MAX_ANSWER_CHARS,
   MAX_ARGUMENTS_CHARS,
   MAX_NAME_CHARS,
-} from '../llm/reply-limits.ts';
+} from '../../../../shared/llm/reply-limits.ts';
 import {
   startFakeProvider,
   type FakeProvider,
   type ScriptedReply,
-} from '../testing/fake-provider.ts';
-import { waitUntil } from '../testing/wait-until.ts';
+} from '../../../../shared/testing/fake-provider.ts';
+import { waitUntil } from '../../../../shared/testing/wait-until.ts';
 
 let fake: FakeProvider;
 beforeAll(async () => {

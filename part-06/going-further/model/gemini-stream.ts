@@ -1,16 +1,15 @@
 // Streams a Gemini reply: the answer's text is handed out as it arrives, and the chunks are put back together into the one response gemini.ts reads.
 import { ApiError, type GenerateContentResponse, type Part } from '@google/genai';
-import type { GeminiSettings } from '../config.ts';
-import { chatRequest, client, fromResponse } from './gemini.ts';
+import type { GeminiSettings } from '../../../shared/config.ts';
+import { chatRequest, client, fromResponse } from '../../../shared/llm/gemini.ts';
 import {
   isPlainObject,
   type ChatResult,
   type Message,
-  type StreamOptions,
   type ToolDefinition,
-} from './messages.ts';
-import { answerPieces } from './reply-limits.ts';
+} from '../../../shared/llm/messages.ts';
 import { brokeOff, guardStream } from './stream-guard.ts';
+import { answerPieces, type StreamOptions } from './stream-with-tools.ts';
 
 /**
  * Each chunk is a whole GenerateContentResponse holding the next parts; a function call always arrives

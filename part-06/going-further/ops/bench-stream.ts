@@ -1,10 +1,17 @@
 // What streaming changes for the reader: time to the first word and to the whole answer, streamed or not, against the fake provider: `npm run bench:stream`.
 import { performance } from 'node:perf_hooks';
-import { parseFlags, runMain, type ScriptIo, startedDirectly, UsageError } from '../cli.ts';
-import type { LlmSettings } from '../config.ts';
-import { commandFor } from '../hints.ts';
-import { chatWithTools, streamWithTools, type Message } from '../llm/index.ts';
-import { startFakeProvider } from '../testing/fake-provider.ts';
+import {
+  parseFlags,
+  runMain,
+  type ScriptIo,
+  startedDirectly,
+  UsageError,
+} from '../../../shared/cli.ts';
+import type { LlmSettings } from '../../../shared/config.ts';
+import { commandFor } from '../../../shared/hints.ts';
+import { chatWithTools, type Message } from '../../../shared/llm/index.ts';
+import { streamWithTools } from '../model/stream-with-tools.ts';
+import { startFakeProvider } from '../../../shared/testing/fake-provider.ts';
 
 /** A support answer of 40 words, written one word per chunk. */
 const CHUNKS =

@@ -1,5 +1,5 @@
 // What reading a streamed reply needs beyond the SDKs: noticing a stream that stops sending, and telling a reply that broke off from one that was cancelled.
-import { ProviderError, capitalized } from './errors.ts';
+import { ProviderError, capitalized } from '../../../shared/llm/errors.ts';
 
 interface StreamGuard {
   /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */

@@ -1,8 +1,9 @@
 // Token counts from the provider are checked where they are read: numbers that are no counts come back as unknown, for both providers, whole or streamed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatWithTools, streamWithTools, type Message } from '../llm/index.ts';
-import { MAX_TOKENS_PER_CALL } from '../llm/usage.ts';
-import { startFakeProvider, type FakeProvider } from '../testing/fake-provider.ts';
+import { chatWithTools, type Message } from '../../../../shared/llm/index.ts';
+import { streamWithTools } from '../../model/stream-with-tools.ts';
+import { MAX_TOKENS_PER_CALL } from '../../../../shared/llm/usage.ts';
+import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 
 let fake: FakeProvider;
 beforeAll(async () => {

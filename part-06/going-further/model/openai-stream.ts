@@ -1,18 +1,23 @@
 // Streams an OpenAI (or compatible) reply: the answer's text is handed out as it arrives, and the fragments are put back together into the message openai.ts reads.
 import { APIError } from 'openai';
-import type { OpenAISettings } from '../config.ts';
-import { ProviderError, capitalized, firstLine, kindForStatus } from './errors.ts';
+import type { OpenAISettings } from '../../../shared/config.ts';
+import {
+  ProviderError,
+  capitalized,
+  firstLine,
+  kindForStatus,
+} from '../../../shared/llm/errors.ts';
 import {
   isPlainObject,
   type ChatResult,
   type Message,
-  type StreamOptions,
   type ToolDefinition,
-} from './messages.ts';
-import { badResponse, chatRequest, client, fromCompletion } from './openai.ts';
-import { openaiProviderName } from './openai-name.ts';
-import { answerPieces, MAX_ARGUMENTS_CHARS } from './reply-limits.ts';
+} from '../../../shared/llm/messages.ts';
+import { badResponse, chatRequest, client, fromCompletion } from '../../../shared/llm/openai.ts';
+import { openaiProviderName } from '../../../shared/llm/openai-name.ts';
+import { MAX_ARGUMENTS_CHARS } from '../../../shared/llm/reply-limits.ts';
 import { brokeOff, guardStream } from './stream-guard.ts';
+import { answerPieces, type StreamOptions } from './stream-with-tools.ts';
 
 /** A tool call while its fragments arrive: the first carries id, type and name, the others more arguments. */
 interface CallSoFar {
