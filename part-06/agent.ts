@@ -1,6 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
-import { saveFailure, withTransaction } from '../shared/db.ts';
+import { saveFailure } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -45,6 +45,10 @@ export interface AgentResult {
   traceFile: string;
   /** The provider's own words when it failed (api_error, refused): for the person running Nimbus. */
   problem?: string;
+  /** This question's messages: the question, each step's tool calls and results, the answer. */
+  messages: StoredMessage[];
+  /** Whether anything of this question is stored: a step that ran tools, or the answer. */
+  saved: boolean;
   /** What of this turn is not saved (or may not be): the answer stands. */
   saveError?: string;
 }
@@ -60,7 +64,6 @@ export interface AgentOptions extends TraceOptions {
   tools?: Tool[];
   /** Ctrl-C: the model call or the tool stops, and the loop ends after saving the step it is in. */
   signal?: AbortSignal;
-  write?: (conversationId: string) => typeof withTransaction; // going further's checks the lease
 }
 
 /** Answers one question of a conversation, for the signed-in customer, whose data alone the tools reach. */
@@ -86,8 +89,7 @@ export async function runAgent(
   const callCounts = new Map<string, number>();
   // Handed to every tool beside the model's arguments: the session decides whose data they see.
   const { llm, signal } = options;
-  const write = options.write?.(conversation.id) ?? withTransaction; // a tool's writes (tools.ts)
-  const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal, write };
+  const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal };
   const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
   for (let step = 1; step <= MAX_STEPS; step++) {
     const started = Date.now();
@@ -130,19 +132,24 @@ export async function runAgent(
  * A failed save is tried again with the next step, and reported with the answer if still unsaved.
  */
 function recordTurn(conversation: Conversation, store: ConversationStore, trace: Trace) {
+  const messages: StoredMessage[] = [];
   let unsaved: MessageToSave[] = [];
   let saveError: string | undefined;
+  let saved = false;
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const turn = {
-    add(saved: MessageToSave) {
-      unsaved.push(saved);
-      usage.input_tokens += saved.cost?.input_tokens ?? 0;
-      usage.output_tokens += saved.cost?.output_tokens ?? 0;
+    add(step: MessageToSave) {
+      messages.push(step.message);
+      unsaved.push(step);
+      usage.input_tokens += step.cost?.input_tokens ?? 0;
+      usage.output_tokens += step.cost?.output_tokens ?? 0;
     },
     async save(step: number) {
       try {
         await store.saveStep(conversation, unsaved);
-        [unsaved, saveError] = [[], undefined];
+        unsaved = [];
+        saveError = undefined;
+        saved = true;
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         trace.event('save_failed', { step, message });
@@ -152,19 +159,21 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
     },
     // The model answered: stored with its own message (provider_raw) and the tokens the call cost.
     answered(reply: ChatResult, step: number) {
-      const [answer, cost] = [reply.text.trim(), reply.usage];
-      if (answer) return turn.finish(answer, 'answered', step, { message: reply.message, cost });
+      const answer = reply.text.trim();
+      if (answer)
+        return turn.finish(answer, 'answered', step, { message: reply.message, cost: reply.usage });
       const message = fallback(EMPTY_ANSWER);
-      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { message, cost });
+      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { message, cost: reply.usage });
     },
     // The answer is saved like a step, so the stored turn reads question → answer. A cancelled turn
     // has no answer (loading closes it, context.ts), and a question cancelled before any step is not kept.
-    async finish(answer: string, outcome: Outcome, steps: number, saved?: MessageToSave) {
-      if (outcome !== 'cancelled') turn.add(saved ?? { message: fallback(answer) });
-      const stepsUnsaved = unsaved.some((saved) => saved.message.role !== 'user');
+    async finish(answer: string, outcome: Outcome, steps: number, last?: MessageToSave) {
+      if (outcome !== 'cancelled') turn.add(last ?? { message: fallback(answer) });
+      const stepsUnsaved = unsaved.some((step) => step.message.role !== 'user');
       if (stepsUnsaved) await turn.save(steps);
       trace.event('end', { answer, outcome, steps, tokens: usage, saveError });
-      return { answer, outcome, steps, usage, traceFile: trace.file, saveError };
+      const traceFile = trace.file;
+      return { answer, outcome, steps, usage, traceFile, messages, saved, saveError };
     },
     // Ctrl-C, or the provider failed; a wrong key or model name is the developer's to fix, not an apology.
     async failed(error: unknown, step: number, signal?: AbortSignal): Promise<AgentResult> {

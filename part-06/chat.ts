@@ -93,10 +93,11 @@ async function chatLoop(
 async function answer(io: ScriptIo, answering: Promise<AgentResult>): Promise<void> {
   try {
     const result = await answering;
-    if (result.outcome === 'cancelled')
+    if (result.outcome === 'cancelled' && result.saved)
       io.log(
         dim('(Cancelled. What Nimbus had already done is saved; the reply it was writing is not.)'),
       );
+    else if (result.outcome === 'cancelled') io.log(dim('(Cancelled: nothing of it was saved.)'));
     else io.log(`Nimbus: ${printable(result.answer)}\n`);
     if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
     if (result.saveError) io.error(`${printable(result.saveError)}\n`);

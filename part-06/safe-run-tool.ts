@@ -8,7 +8,7 @@ const MAX_REPEAT_CALLS = 2;
 export const REPEATED_CALL_ERROR = 'You already made this exact call. Use the earlier result.';
 
 /** The result of a call Ctrl-C stopped, or never let start: every call needs a result to be saved. */
-export const CANCELLED_CALL_ERROR = 'Cancelled by the customer before this call finished.';
+export const CANCELLED_CALL_ERROR = 'This call was cancelled before it finished.';
 
 /**
  * Unknown tools and bad arguments already come back from runTool as `{ error }` results. Here we add

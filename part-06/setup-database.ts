@@ -125,6 +125,8 @@ export interface ResetPlan {
   losses: string[];
   /** The conversations' ids: setup.ts deletes their trace files too. */
   conversations: string[];
+  /** Tables this part does not know that point at its own: a reset would leave their rows behind. */
+  others: string[];
 }
 
 /** What resetDatabase would delete, counted before anything is touched. */
@@ -132,7 +134,7 @@ export async function planReset(): Promise<ResetPlan> {
   const { database } = databaseSettings();
   const db = await connectToServer();
   try {
-    const plan: ResetPlan = { database, losses: [], conversations: [] };
+    const plan: ResetPlan = { database, losses: [], conversations: [], others: [] };
     const [schemas] = await db.query<mysql.RowDataPacket[]>(
       'SELECT 1 FROM information_schema.schemata WHERE schema_name = ?',
       [database],
@@ -152,10 +154,7 @@ export async function planReset(): Promise<ResetPlan> {
       const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
       if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
     }
-    for (const table of await dependentTables(db, database)) {
-      const rows = await rowsIn(table);
-      if (rows) plan.losses.push(`${count(rows, 'row')} of ${table}`);
-    }
+    plan.others = await tablesPointingAtOurs(db, database);
     if (!missing.includes('conversations')) {
       const [rows] = await db.query<mysql.RowDataPacket[]>(
         `SELECT id FROM \`${database}\`.conversations`,
@@ -168,28 +167,27 @@ export async function planReset(): Promise<ResetPlan> {
   }
 }
 
-/**
- * Drops this part's tables (and those pointing at them) and functions, then creates them again with the
- * sample data. `beforeDropping` runs first, under the setup lock: going further waits there for questions.
- */
+/** Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts calls this. */
 export async function resetDatabase(
   log: (line: string) => void = console.log,
   llm?: LlmSettings | ConfigError,
-  beforeDropping?: (db: mysql.Connection) => Promise<void>,
 ): Promise<void> {
-  await withSetupConnection(async (db, database) => {
-    await beforeDropping?.(db);
-    // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
-    await db.query('SET FOREIGN_KEY_CHECKS = 0');
-    const missing = await missingTables(db, database);
-    const present = TABLES.filter((table) => !missing.includes(table));
-    const dropped = [...(await dependentTables(db, database)), ...present.reverse()];
-    for (const table of dropped) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
-    await db.query('SET FOREIGN_KEY_CHECKS = 1');
-    for (const name of FUNCTIONS) await db.query(`DROP FUNCTION IF EXISTS \`${name}\``);
-    if (dropped.length) log(`Database "${database}": dropped ${dropped.join(', ')}.`);
-  });
+  await withSetupConnection((db, database) => dropTables(db, database, log));
   await ensureDatabase(log, llm);
+}
+
+/** Drops this part's tables and functions, on a setup connection (a reset composed with more, too). */
+export async function dropTables(
+  db: mysql.Connection,
+  database: string,
+  log: (line: string) => void,
+): Promise<void> {
+  // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
+  await db.query('SET FOREIGN_KEY_CHECKS = 0');
+  for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
+  await db.query('SET FOREIGN_KEY_CHECKS = 1');
+  for (const name of FUNCTIONS) await db.query(`DROP FUNCTION IF EXISTS \`${name}\``);
+  log(`Database "${database}": dropped ${TABLES.join(', ')}.`);
 }
 
 /**
@@ -232,7 +230,7 @@ async function missingTables(db: mysql.Connection, database: string): Promise<st
 }
 
 /** Tables not ours that point at ours (going further's): they hold copies of what a reset deletes. */
-async function dependentTables(db: mysql.Connection, database: string): Promise<string[]> {
+async function tablesPointingAtOurs(db: mysql.Connection, database: string): Promise<string[]> {
   const [rows] = await db.query<mysql.RowDataPacket[]>(
     `SELECT DISTINCT table_name AS name FROM information_schema.referential_constraints
       WHERE constraint_schema = ? AND referenced_table_name IN (?) AND table_name NOT IN (?)`,

@@ -26,7 +26,6 @@ export interface ToolContext {
   ticketsOpened: number;
   /** The question's Ctrl-C: a tool that waits on the network (an embedding) stops when it fires. */
   signal?: AbortSignal;
-  write: typeof withTransaction; // its one way to write: the full Nimbus's refuses it after an erasure
 }
 
 /** A tool: what the model is told, and the code that runs it. An entry script may add its own. */
@@ -233,7 +232,7 @@ const createSupportTicket: Tool = {
         : positiveInteger(args.order_id, 'order_id');
     const customerId = context.customer.id;
 
-    const result = await context.write(async (db): Promise<ToolResult> => {
+    const result = await withTransaction(async (db): Promise<ToolResult> => {
       // Lock the customer's row: two processes opening the same ticket now take turns, so the
       // "already open?" check below cannot be passed by both.
       await db.query('SELECT id FROM customers WHERE id = ? FOR UPDATE', [customerId]);

@@ -1,5 +1,5 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim, type ScriptIo } from '../shared/cli.ts';
@@ -26,9 +26,6 @@ export interface TraceOptions {
   quiet?: boolean;
   /** Where the terminal lines go: the entry script's stderr (default: this process's). */
   stderr?: ScriptIo['stderr'];
-  onTraceLine?: (line: string) => void; // instead of stderr: a streamed answer's printer
-  /** How lines reach the file; going further's keeps an erased conversation's file from coming back. */
-  appendLines?: (file: string, lines: string, conversation: { id: string; saved: boolean }) => void;
 }
 
 /** All traces of a conversation live in one file, so forgetting a conversation can delete every copy. */
@@ -45,17 +42,17 @@ export class Trace {
   readonly file: string;
   private readonly quiet: boolean;
   private readonly stderr: ScriptIo['stderr'];
-  private readonly onLine: (line: string) => void;
   private held = '';
   private failed = false;
+  /** Set once this trace has written to its file: from then on, a missing file was deleted on purpose. */
+  private opened = false;
 
   constructor(
     private readonly conversation: { id: string; saved: boolean },
-    private readonly options: TraceOptions,
+    options: TraceOptions,
   ) {
     this.quiet = options.quiet ?? false;
     this.stderr = options.stderr ?? process.stderr;
-    this.onLine = options.onTraceLine ?? ((line) => this.say(line));
     this.file = conversationTraceFile(options.logDir, conversation.id);
   }
 
@@ -76,32 +73,33 @@ export class Trace {
       this.held = '';
     }
     const text = terminalLine(type, data);
-    if (text && !this.quiet) this.onLine(printable(text, { singleLine: true }));
+    if (text && !this.quiet) this.say(printable(text, { singleLine: true }));
   }
 
-  private append(line: string): void {
+  private append(lines: string): void {
     if (this.failed) return;
     try {
-      if (this.options.appendLines)
-        return this.options.appendLines(this.file, line, this.conversation);
       makeFolders(path.dirname(this.file));
-      // Appending whole lines means a crash can cut the file short but never leave a half-written event.
+      // O_NOFOLLOW: a link put in the file's place is refused, never written through to where it points.
       // O_NONBLOCK: if something other than a file sits at this path (a pipe nobody reads), fail instead of waiting forever.
+      // O_CREAT only for this trace's first lines: a file that vanishes later was deleted with its
+      // conversation (a reset, an erasure) while the question ran, and must not come back.
       // 0o600: a trace holds a customer's questions and orders, so a new file is readable by our user only.
-      const fd = openSync(
-        this.file,
-        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
-        0o600,
-      );
+      const flags =
+        constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+      const fd = openSync(this.file, this.opened ? flags : flags | constants.O_CREAT, 0o600);
+      this.opened = true;
       try {
-        writeSync(fd, line);
+        appendWhole(fd, lines);
       } finally {
         closeSync(fd);
       }
     } catch (error) {
       this.failed = true;
+      const { code } = error as NodeJS.ErrnoException;
+      if (this.opened && code === 'ENOENT') return; // deleted on purpose: nothing more is written
       this.say(
-        `warning: could not write the trace ${this.file} (${(error as NodeJS.ErrnoException).code ?? error}); carrying on without it.`,
+        `warning: could not write the trace ${this.file} (${code ?? error}); carrying on without it.`,
       );
     }
   }
@@ -109,6 +107,18 @@ export class Trace {
   /** One dim line on the terminal. */
   private say(text: string): void {
     this.stderr.write(`${dim(text, this.stderr)}\n`);
+  }
+}
+
+/** Appends whole lines or nothing: what was written before the disk filled up is cut off again. */
+function appendWhole(fd: number, lines: string): void {
+  const size = fstatSync(fd).size;
+  const bytes = Buffer.from(lines);
+  try {
+    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written);
+  } catch (error) {
+    ftruncateSync(fd, size);
+    throw error;
   }
 }
 
@@ -138,16 +148,18 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
 }
 
 /** How a question's earlier turns were trimmed, e.g. "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars". */
-export function memoryEvent(history: Context & { readAll?: boolean }) {
+export function memoryEvent(history: Context) {
   const count = (fate: Fate) => history.turns.filter((t) => t.fate === fate).length;
-  const [full, compacted, dropped] = [count('full'), count('compacted'), count('dropped')];
-  const [chars, max, total] = [history.chars, history.budget.maxChars, history.turns.length];
-  const more = history.readAll === false ? '+' : '';
-  const turns = `${total}${more} earlier turn${total === 1 && !more ? '' : 's'}`;
+  const full = count('full');
+  const compacted = count('compacted');
+  const dropped = count('dropped');
+  const { chars, turns } = history;
+  const max = history.budget.maxChars;
   const over = chars > max ? ' (over budget: the newest turn is always kept)' : '';
   const n = (x: number) => x.toLocaleString('en-US');
-  const sizes = `${full} full, ${compacted} compacted, ${dropped}${more} dropped — ${n(chars)} of ${n(max)} chars${over}`;
+  const sizes = `${full} full, ${compacted} compacted, ${dropped} dropped — ${n(chars)} of ${n(max)} chars${over}`;
+  const earlier = `${turns.length} earlier turn${turns.length === 1 ? '' : 's'}`;
   // A first question has nothing before it: said in words, not as the "[]" of an empty list.
-  const summary = total || more ? `${turns} — ${sizes}` : 'nothing earlier (a new conversation)';
+  const summary = turns.length ? `${earlier} — ${sizes}` : 'nothing earlier (a new conversation)';
   return { full, compacted, dropped, chars, max_chars: max, summary };
 }

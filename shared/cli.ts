@@ -1,4 +1,5 @@
 // What every entry script shares: flags and --help, dim status lines, and one-line errors instead of stack traces.
+import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import readline from 'node:readline/promises';
 import type { Readable, Writable } from 'node:stream';
@@ -121,16 +122,30 @@ export interface ScriptIo {
   stdin: Readable & { isTTY?: boolean };
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable & { isTTY?: boolean };
+  /** Where Ctrl-C arrives as 'SIGINT' when the input is not a terminal: the process, or a test's own emitter. */
+  signals: Interrupts;
   /** One line on stdout, as console.log writes it. */
   log(text?: string): void;
   /** One line on stderr, as console.error writes it. */
   error(text?: string): void;
 }
 
-/** A ScriptIo from its parts, with log and error writing whole lines to its streams. */
-export function scriptIo(parts: Omit<ScriptIo, 'log' | 'error'>): ScriptIo {
+/** The part of an EventEmitter (the process, in a real run) a script listens to for Ctrl-C. */
+export interface Interrupts {
+  on(event: 'SIGINT', listener: () => void): unknown;
+  off(event: 'SIGINT', listener: () => void): unknown;
+}
+
+/**
+ * A ScriptIo from its parts, with log and error writing whole lines to its streams. Without `signals`,
+ * no Ctrl-C ever comes (a test or a script run inside another gives its own).
+ */
+export function scriptIo(
+  parts: Omit<ScriptIo, 'log' | 'error' | 'signals'> & { signals?: Interrupts },
+): ScriptIo {
   return {
     ...parts,
+    signals: parts.signals ?? new EventEmitter(),
     log: (text = '') => void parts.stdout.write(`${text}\n`),
     error: (text = '') => void parts.stderr.write(`${text}\n`),
   };
@@ -146,6 +161,7 @@ export function processIo(): ScriptIo {
     stdin: process.stdin,
     stdout: process.stdout,
     stderr: process.stderr,
+    signals: process,
   });
 }
 

@@ -8,21 +8,17 @@ import {
   startedDirectly,
   UsageError,
 } from '../../shared/cli.ts';
-import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
+import { customerEmail } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { chatWithTools } from '../../shared/llm/index.ts';
 import { printable } from '../../shared/text.ts';
-import { memoryBudget } from '../context.ts';
-import { runAgent, type AgentResult } from '../agent.ts';
 import { describeIndexStatus, indexStatus } from '../embedding-index.ts';
-import { findConversation, newConversation, type Conversation } from '../memory.ts';
+import { findConversation, newConversation } from '../memory.ts';
 import { describeCustomer, signIn } from '../session.ts';
-import { LeaseLost, WAITING_FOR_OTHER_QUESTION, withConversationLock } from './question/lease.ts';
-import { storeAndTools } from './question/agent-options.ts';
+import { Nimbus, nimbusSettings, whatHappened, type Asked } from './nimbus.ts';
+import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
-import { notesBudget } from './notes/recall-notes.ts';
 import { checkQuestion } from './terminal/question-limit.ts';
-import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"', io)}
@@ -50,11 +46,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const question = positionals.join(' ').trim();
   if (!question) throw new UsageError('Please give Nimbus a question.');
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
-  const llm = llmSettings(io.env);
-  const logDir = ensureLogDir(io.env);
-  const budget = memoryBudget(io.env);
-  const notesMaxChars = notesBudget(io.env);
-  const maxToolCalls = maxToolCallsPerReply(io.env);
+  const nimbus = new Nimbus(nimbusSettings(io.env));
+  const { llm } = nimbus.settings;
   await ensureFullDatabase(io.error, llm);
   const customer = await signIn(values.customer, customerEmail(io.env));
   if (!values.quiet) io.error(dim(`Signed in as ${describeCustomer(customer)}.`, io.stderr));
@@ -70,8 +63,6 @@ export async function main(io: ScriptIo): Promise<number | void> {
   conversation ??= newConversation(customer.id);
 
   checkQuestion(question); // a usage error: too long to be worth sending
-  // The hardened store, the customer's notes and their tools, as in chat.ts.
-  const agent = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
   // A model server may send no token counts: then the summary says so instead of "0 tokens".
   let uncounted = false;
   const counted: typeof chatWithTools = async (...call) => {
@@ -79,35 +70,30 @@ export async function main(io: ScriptIo): Promise<number | void> {
     uncounted ||= reply.usage === undefined;
     return reply;
   };
-  const callModel = withCallLimits(counted, {
-    maxCalls: maxToolCalls,
-    maxResultChars: budget.maxChars,
-  }); // what one question's replies may ask
-  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent), callModel };
-  const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   // Ctrl-C stops the question where it is: the steps it finished are saved, and the follow-up names them.
   const stop = new AbortController();
   const interrupt = () => stop.abort();
-  process.once('SIGINT', interrupt);
-  const signal = stop.signal;
-  let lost: AbortSignal | undefined;
-  const result = await withConversationLock(
-    conversation,
-    (leaseLost) => {
-      lost = leaseLost; // an erasure or a reset took the conversation: the question stops there
-      const stopped = AbortSignal.any([signal, leaseLost]);
-      return runAgent(question, customer, conversation, { ...options, signal: stopped });
-    },
-    { onWait, signal },
-  ).finally(() => process.off('SIGINT', interrupt));
-  // Stopped because the lease was taken (an erasure, a reset): said without naming the conversation,
-  // which may be erased. An answer already given is shown as usual, its save refused.
-  if (result.outcome === 'cancelled' && lost?.aborted && !signal.aborted) {
-    io.error(new LeaseLost().message);
-    return 1;
+  io.signals.on('SIGINT', interrupt);
+  let asked: Asked;
+  try {
+    asked = await nimbus.ask(customer, conversation, question, {
+      signal: stop.signal,
+      onWait: (waitingFor) =>
+        io.error(
+          dim(
+            waitingFor === 'erasure' ? WAITING_FOR_ERASURE : WAITING_FOR_OTHER_QUESTION,
+            io.stderr,
+          ),
+        ),
+      callModel: counted,
+      stderr: io.stderr,
+      quiet: values.quiet,
+    });
+  } finally {
+    io.signals.off('SIGINT', interrupt);
   }
   const as = values.customer === undefined ? '' : ` --customer=${customer.email}`;
-  return report(io, result, conversation, as, uncounted);
+  return report(io, asked, as, uncounted);
 }
 
 /**
@@ -115,28 +101,30 @@ export async function main(io: ScriptIo): Promise<number | void> {
  * --customer it was asked as: a conversation continues only as its customer). Returns the exit code:
  * a fallback apology is printed for the customer, but scripts should see that something failed.
  */
-function report(
-  io: ScriptIo,
-  result: AgentResult,
-  conversation: Conversation,
-  as: string,
-  uncounted: boolean,
-): number {
-  const conversationId = conversation.id;
+function report(io: ScriptIo, asked: Asked, as: string, uncounted: boolean): number {
+  const { result, conversation } = asked;
+  if (!result) {
+    io.error(dim('(Cancelled: nothing from this question was saved.)', io.stderr));
+    return 130; // as a shell reports Ctrl-C
+  }
   if (result.outcome !== 'cancelled') io.log(printable(result.answer));
   const counted = result.usage.input_tokens + result.usage.output_tokens;
   const tokens = uncounted ? 'tokens not reported by the model server' : `${counted} tokens`;
   const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
   io.error(dim(`(${result.outcome} after ${steps}, ${tokens})`, io.stderr));
   if (result.outcome === 'refused') io.error(printable(result.problem ?? ''));
+  // An erasure, a reset or a takeover meanwhile: said as the chat says it, naming no conversation.
+  const happened = whatHappened(asked);
+  if (happened) io.error(happened);
+  if (asked.lost) return 1;
   if (result.saveError) io.error(`${printable(result.saveError)}`);
   else if (conversation.saved) {
     const followUp = commandFor(
       import.meta.url,
-      `--conversation=${conversationId}${as} "What about my other order?"`,
+      `--conversation=${conversation.id}${as} "What about my other order?"`,
       io,
     );
-    io.error(printable(`Conversation ${conversationId}: ask a follow-up with ${followUp}`));
+    io.error(printable(`Conversation ${conversation.id}: ask a follow-up with ${followUp}`));
   }
   if (result.outcome === 'cancelled') return 130; // as a shell reports Ctrl-C
   return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;

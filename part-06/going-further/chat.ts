@@ -7,32 +7,21 @@ import {
   type ScriptIo,
   startedDirectly,
 } from '../../shared/cli.ts';
-import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
-import { customerEmail, ensureLogDir, llmSettings } from '../../shared/config.ts';
+import { customerEmail } from '../../shared/config.ts';
 import { DatabaseError } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
-import { memoryBudget } from '../context.ts';
-import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { findConversation, newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
-import {
-  DatabaseCancelled,
-  ERASED_WHILE_ANSWERING,
-  LeaseLost,
-  WAITING_FOR_OTHER_QUESTION,
-  withConversationLock,
-} from './question/lease.ts';
-import { storeAndTools } from './question/agent-options.ts';
+import { Nimbus, nimbusSettings, whatHappened } from './nimbus.ts';
+import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
-import { ConversationDeleted } from './store/hardened-store.ts';
+import { answerPrinter } from './terminal/answer-printer.ts';
 import { offerToBuildIndex } from './terminal/index-offer.ts';
 import { LineInput, LongLine } from './terminal/line-input.ts';
-import { answerPrinter, CANCELLED_BEFORE_START } from './terminal/answer-printer.ts';
+import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
 import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
-import { notesBudget } from './notes/recall-notes.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
-import { maxToolCallsPerReply, withCallLimits, type CallLimits } from './question/call-limits.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
@@ -44,15 +33,14 @@ empty prompt it leaves. A run ends after MAX_QUESTIONS_PER_RUN questions or MAX_
 tokens (.env). --quiet hides the step-by-step trace lines.`;
 }
 
-/** Everything a question needs besides its text: who asks, where, how the agent runs, the run's spending. */
+/** Everything a question needs besides its text: who asks, where, the full Nimbus, the run's spending. */
 type Chat = {
   io: ScriptIo;
+  nimbus: Nimbus;
   customer: Customer;
   conversation: Conversation;
-  options: AgentOptions;
   spending: RunSpending;
-  /** What one question's replies may ask for (call-limits.ts). */
-  limits: CallLimits;
+  quiet: boolean;
 };
 
 export async function main(io: ScriptIo): Promise<number | void> {
@@ -68,12 +56,9 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const resume =
     values.resume === undefined ? undefined : conversationId(values.resume, '--resume');
   // Settings are read once, here: a missing key, a bad LOG_DIR or budget is said before anything else.
-  const llm = llmSettings(io.env);
-  const logDir = ensureLogDir(io.env);
-  const budget = memoryBudget(io.env);
-  const notesMaxChars = notesBudget(io.env);
+  const nimbus = new Nimbus(nimbusSettings(io.env));
   const spending = new RunSpending(runBudget(io.env));
-  const maxToolCalls = maxToolCallsPerReply(io.env);
+  const { llm } = nimbus.settings;
   await ensureFullDatabase(io.error, llm);
   const customer = await signIn(values.customer, customerEmail(io.env));
   io.log(`Signed in as ${describeCustomer(customer)}.`);
@@ -85,11 +70,8 @@ export async function main(io: ScriptIo): Promise<number | void> {
     conversation = newConversation(customer.id);
     io.log(`New conversation ${conversation.id}`);
   }
-  // The hardened store, the customer's notes and their tools: going further, set up in one place.
-  const agent = { llm, logDir, quiet: values.quiet, stderr: io.stderr };
-  const options = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const limits = { maxCalls: maxToolCalls, maxResultChars: budget.maxChars };
-  const chat: Chat = { io, customer, conversation, options, spending, limits };
+  const quiet = values.quiet ?? false;
+  const chat: Chat = { io, nimbus, customer, conversation, spending, quiet };
   const lines = new LineInput(io, MAX_QUESTION_CHARS);
   await offerToBuildIndex(llm, lines, io);
   io.log(dim('Ask about your orders, refunds or the store. Type exit to leave.'));
@@ -145,90 +127,37 @@ async function chatLoop(chat: Chat, lines: LineInput): Promise<void> {
 }
 
 /**
- * Whether the conversation was deleted while its question ran (its row gone). Its id is then printed
- * no more, not even in "Resume later with". If the database cannot say, the conversation is kept.
+ * One question, through the full Nimbus (nimbus.ts). What goes wrong is said in one line and the chat
+ * goes on, except a setup problem (a wrong key or model name ends the chat: every question would fail).
  */
-async function erasedMeanwhile(conversation: Conversation): Promise<boolean> {
-  if (!conversation.saved) return false; // never stored: nothing of it to resume anyway
-  const found = await findConversation(conversation.id, conversation.customerId).catch(() => true);
-  return !found;
-}
-
-/**
- * One question; its result, unless it failed before the agent finished. What goes wrong is said in one
- * line and the chat goes on, except a setup problem.
- */
-async function ask(
-  question: string,
-  chat: Chat,
-  signal: AbortSignal,
-): Promise<AgentResult | undefined> {
+async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<void> {
   const { io } = chat;
   const out = answerPrinter(io); // the answer as it streams in, the trace lines around it
-  const onWait = () => io.error(dim(WAITING_FOR_OTHER_QUESTION, io.stderr));
   try {
-    // The store, watched: whether a step of this question was saved is what Ctrl-C leaves behind,
-    // and a save refused because the question lost its lease may mean the conversation was erased.
-    const { store } = chat.options;
-    let [saved, leaseLost] = [false, false];
-    const watched = {
-      ...store,
-      saveStep: (...args: Parameters<typeof store.saveStep>) =>
-        store.saveStep(...args).then(
-          () => void (saved = true),
-          (error: unknown) => {
-            leaseLost ||= error instanceof LeaseLost;
-            throw error;
-          },
-        ),
-    };
-    const options = {
-      ...chat.options,
-      store: watched,
+    const asked = await chat.nimbus.ask(chat.customer, chat.conversation, question, {
       signal,
-      // Bounded for this question (call-limits.ts), and counted towards the run's tokens.
-      callModel: chat.spending.metered(withCallLimits(out.callModel, chat.limits)),
-      onTraceLine: out.traceLine,
-    };
-    const result = await withConversationLock(
-      chat.conversation,
-      (lost) => {
-        // The lease found lost stops the question, as Ctrl-C would: nothing more of it could be kept.
-        lost.addEventListener('abort', () => (leaseLost ||= !signal.aborted));
-        const stopped = AbortSignal.any([signal, lost]);
-        return runAgent(question, chat.customer, chat.conversation, {
-          ...options,
-          signal: stopped,
-        });
-      },
-      { signal, onWait },
-    );
-    if (leaseLost && (await erasedMeanwhile(chat.conversation))) {
-      out.finish({ ...result, saveError: undefined }, saved);
-      chat.conversation = newConversation(chat.customer.id);
-      io.log(
-        `${ERASED_WHILE_ANSWERING} Continuing in a new conversation: ${chat.conversation.id}\n`,
-      );
-    } else if (leaseLost && result.outcome === 'cancelled') {
-      // Stopped because the lease was taken, not erased (this process was frozen past the lease's
-      // expiry): said as it is. An answer already given is shown as usual, its save refused.
-      out.breakLine();
-      io.error(`${new LeaseLost().message}\n`);
-    } else out.finish(result, saved);
-    return result;
+      onWait: (waitingFor) =>
+        io.error(
+          dim(
+            waitingFor === 'erasure' ? WAITING_FOR_ERASURE : WAITING_FOR_OTHER_QUESTION,
+            io.stderr,
+          ),
+        ),
+      // Counted towards the run's tokens.
+      callModel: chat.spending.metered(out.callModel),
+      stderr: out.stderr,
+      quiet: chat.quiet,
+    });
+    out.finish(asked);
+    const said = whatHappened(asked);
+    if (asked.lost === 'erased') io.log(`${said} Your next question starts a new conversation.\n`);
+    else if (said) io.log(`${said}\n`);
+    chat.conversation = asked.conversation;
   } catch (error) {
     out.breakLine();
-    if (error instanceof ConversationDeleted) {
-      chat.conversation = newConversation(chat.customer.id);
-      io.log(`${error.message} Continuing in a new conversation: ${chat.conversation.id}`);
-      return ask(question, chat, signal);
-    }
-    if (error instanceof DatabaseCancelled) io.log(dim(`(${CANCELLED_BEFORE_START})\n`));
     // ConversationBusy is a DatabaseError too: another window kept answering in this conversation.
-    else if (error instanceof DatabaseError) io.error(`${printable(error.message)}\n`);
-    // A wrong key or model name ends the chat: every further question would fail the same way.
-    else throw error;
-    return undefined;
+    if (!(error instanceof DatabaseError)) throw error;
+    io.error(`${printable(error.message)}\n`);
   }
 }
 

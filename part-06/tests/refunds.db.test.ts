@@ -6,7 +6,6 @@ import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
 import { newConversation } from '../memory.ts';
-import { inTransaction } from './test-session.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
@@ -78,7 +77,6 @@ describe('check_refund_eligibility', () => {
         conversation: newConversation(maya.id),
         llm: NO_PROVIDER,
         ticketsOpened: 0,
-        write: inTransaction,
       },
     );
 

@@ -9,7 +9,6 @@ import { searchHelpCenter } from '../search-help.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool } from '../tools.ts';
 import { newConversation } from '../memory.ts';
-import { inTransaction } from './test-session.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -160,7 +159,6 @@ describe('keyword fallback', () => {
       conversation: newConversation(1),
       llm: { ...(fake.llm('openai') as OpenAISettings), embeddingModel: undefined },
       ticketsOpened: 0,
-      write: inTransaction,
     };
     const result = await runTool(
       { id: 'c', name: 'search_help_center', arguments: { query: 'zxqv' } },

@@ -1,12 +1,10 @@
 // Test helper: one customer's conversation, asked in-process the way the chapter's chat asks (the plain store).
 import type { LlmSettings } from '../../shared/config.ts';
 import { logDir } from '../../shared/config.ts';
-import { withTransaction } from '../../shared/db.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { DEFAULT_BUDGET, type MemoryBudget } from '../context.ts';
 import { newConversation, plainStore, type Conversation } from '../memory.ts';
 import type { Customer } from '../session.ts';
-import type { ToolContext } from '../tools.ts';
 
 export interface TestSession {
   customer: Customer;
@@ -17,9 +15,6 @@ export interface TestSession {
 }
 
 export { DEFAULT_BUDGET };
-
-/** A question's writes as the core makes them (one plain transaction), for tests that call tools directly. */
-export const inTransaction: ToolContext['write'] = (work) => withTransaction(work);
 
 /** As part-06/chat.ts asks: the plain store, no lock. */
 export function coreSession(

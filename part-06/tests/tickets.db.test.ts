@@ -6,7 +6,6 @@ import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { MAX_TICKETS_PER_TURN, runTool, TOOL_DEFINITIONS, type ToolContext } from '../tools.ts';
 import { newConversation } from '../memory.ts';
-import { inTransaction } from './test-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 const sofia = { id: 3, name: 'Sofia García', email: 'sofia.garcia@example.com' };
@@ -26,7 +25,6 @@ beforeEach(async () => {
     conversation,
     llm: NO_PROVIDER,
     ticketsOpened: 0,
-    write: inTransaction,
   }; // a new question
 });
 afterAll(() => db.drop());
@@ -110,7 +108,6 @@ describe('create_support_ticket', () => {
             conversation,
             llm: NO_PROVIDER,
             ticketsOpened: 0,
-            write: inTransaction,
           },
         ),
       ),
@@ -212,7 +209,6 @@ describe('list_customer_orders', () => {
       conversation: newConversation(sofia.id),
       llm: NO_PROVIDER,
       ticketsOpened: 0,
-      write: inTransaction,
     };
     expect(
       ((await run('list_customer_orders', {})).orders as Array<{ order_id: number }>).map(

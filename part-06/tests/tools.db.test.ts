@@ -6,7 +6,6 @@ import { NO_PROVIDER } from '../../shared/testing/fake-provider.ts';
 import { ensureDatabase } from '../setup-database.ts';
 import { runTool, TOOL_DEFINITIONS } from '../tools.ts';
 import { newConversation } from '../memory.ts';
-import { inTransaction } from './test-session.ts';
 
 let db: ScratchDatabase;
 beforeAll(async () => {
@@ -35,7 +34,6 @@ const call = (
       conversation: newConversation(customer.id),
       llm: NO_PROVIDER,
       ticketsOpened: 0,
-      write: inTransaction,
     },
   );
 

@@ -1,4 +1,5 @@
 // Runs an entry script's main function in this process, with its own arguments, environment, folder and streams: runScript's answer without starting a process.
+import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -36,6 +37,8 @@ export function runInProcess(
 export interface InProcessOptions {
   /** Both streams into `stdout`, in the order they were written, as a terminal shows them (sample sessions). */
   merged?: boolean;
+  /** Where the script's Ctrl-C comes from: emit 'SIGINT' on it to press Ctrl-C (default: none comes). */
+  signals?: EventEmitter;
 }
 
 async function runNow(
@@ -59,6 +62,7 @@ async function runNow(
     stdin,
     stdout: stdout.stream,
     stderr: stderr.stream,
+    signals: options.signals ?? new EventEmitter(),
   });
   const code = await runWith(entry.main, entry.usage, io);
   return {

@@ -1,24 +1,20 @@
 // One sitting of an eval scenario, run as the full chat runs a question (the hardened store, the customer's notes, one question at a time), recorded instead of printed.
-import type { LlmSettings } from '../../../shared/config.ts';
 import { DatabaseError } from '../../../shared/db.ts';
 import { ProviderError, type Usage } from '../../../shared/llm/index.ts';
-import { streamWithTools } from '../model/stream-with-tools.ts';
-import type { MemoryBudget } from '../../context.ts';
-import { runAgent, type AgentOptions, type Outcome } from '../../agent.ts';
-import { findConversation, newConversation, type Conversation } from '../../memory.ts';
-import { lookUpCustomer, type Customer } from '../../session.ts';
+import type { Outcome } from '../../agent.ts';
+import { findConversation, newConversation } from '../../memory.ts';
+import { lookUpCustomer } from '../../session.ts';
 import { TOOL_DEFINITIONS } from '../../tools.ts';
+import { streamWithTools } from '../model/stream-with-tools.ts';
+import { Nimbus, whatHappened, type Asked, type NimbusSettings } from '../nimbus.ts';
 import { customerMemoryTools } from '../notes/notes-tools.ts';
-import { storeAndTools } from '../question/agent-options.ts';
-import { withCallLimits, type CallLimits } from '../question/call-limits.ts';
-import { withConversationLock } from '../question/lease.ts';
+import { privacyTools } from '../privacy/privacy-tools.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
-import { ConversationDeleted } from '../store/hardened-store.ts';
 
 /** The names of the tools the full Nimbus has: those a scenario may expect to be called, or not. */
 export const TOOL_NAMES = [
   ...TOOL_DEFINITIONS,
-  ...customerMemoryTools('').map((tool) => tool.definition),
+  ...[...customerMemoryTools(), ...privacyTools('', () => {})].map((tool) => tool.definition),
 ].map((definition) => definition.name);
 
 export interface SittingInput {
@@ -56,14 +52,8 @@ export interface SittingResult {
   turns: TurnRecord[];
 }
 
-export interface SittingSettings {
-  llm: LlmSettings;
-  logDir: string;
-  budget: MemoryBudget;
-  notesMaxChars: number;
-  /** MAX_TOOL_CALLS_PER_REPLY, as the chat bounds one reply's calls. */
-  maxToolCalls: number;
-}
+/** The full Nimbus's settings, as the chat reads them (nimbusSettings). */
+export type SittingSettings = NimbusSettings;
 
 /** A question that cannot be judged: the provider or the database failed. Later turns are not asked. */
 export function unanswered(turn: Pick<TurnRecord, 'outcome'>): boolean {
@@ -80,29 +70,27 @@ export async function runSitting(
   settings: SittingSettings,
   log: (line: string) => void,
 ): Promise<SittingResult> {
-  const { llm, logDir, budget, notesMaxChars } = settings;
-  await ensureFullDatabase(log, llm);
+  await ensureFullDatabase(log, settings.llm);
+  const nimbus = new Nimbus(settings);
   const customer = await lookUpCustomer(input.customer);
   let conversation =
     (input.resume && (await findConversation(input.resume, customer.id))) ||
     newConversation(customer.id);
-  const agent = { llm, logDir, quiet: true };
-  const options: AgentOptions = { ...agent, ...storeAndTools(budget, notesMaxChars, agent) };
-  const limits = { maxCalls: settings.maxToolCalls, maxResultChars: budget.maxChars };
   const turns: TurnRecord[] = [];
   for (const question of input.turns) {
     const started = Date.now();
     let turn: Omit<TurnRecord, 'ms'>;
     try {
-      turn = await ask(question, customer, conversation, options, limits);
+      // As the chat asks: streamed, and quiet (the trace file keeps every step).
+      const asked = await nimbus.ask(customer, conversation, question, {
+        callModel: (llm, messages, tools = [], options = {}) =>
+          streamWithTools(llm, messages, tools, { ...options, onText: () => {} }),
+        quiet: true,
+      });
+      conversation = asked.conversation;
+      turn = turnRecord(question, asked);
     } catch (error) {
-      if (error instanceof ConversationDeleted) {
-        // As the chat does: the conversation was erased (forget everything), the question goes on in a new one.
-        conversation = newConversation(customer.id);
-        turn = await ask(question, customer, conversation, options, limits).catch(
-          errorTurn(question),
-        );
-      } else turn = errorTurn(question)(error);
+      turn = errorTurn(question)(error);
     }
     turns.push({ ...turn, ms: Date.now() - started });
     if (unanswered(turn)) break;
@@ -110,38 +98,33 @@ export async function runSitting(
   return { conversation: conversation.id, turns };
 }
 
-/** One question through the agent, with the chat's streamed model call, watched for what it shows and calls. */
-async function ask(
-  question: string,
-  customer: Customer,
-  conversation: Conversation,
-  options: AgentOptions,
-  limits: CallLimits,
-): Promise<Omit<TurnRecord, 'ms'>> {
-  let shown = '';
-  const tools: ToolCallSeen[] = [];
-  const callModel: AgentOptions['callModel'] = async (llm, messages, definitions = [], call) => {
-    const reply = await streamWithTools(llm, messages, definitions, {
-      ...call,
-      onText: (text) => void (shown += text),
-    });
-    for (const { name, arguments: args } of reply.tool_calls) tools.push({ name, arguments: args });
-    return reply;
-  };
-  const result = await withConversationLock(conversation, (leaseLost) =>
-    runAgent(question, customer, conversation, {
-      ...options,
-      callModel: withCallLimits(callModel, limits),
-      signal: leaseLost, // as in the chat: a question whose lease was taken stops
-    }),
+/**
+ * What the customer saw of one question, and what the agent did: every piece of text it wrote (the
+ * chat shows each step's as it streams) or the fallback it was given, and every tool it called. A
+ * question that never got to the end — cancelled, or its conversation erased or taken over meanwhile —
+ * is an error: a trial with one is not judged.
+ */
+function turnRecord(question: string, asked: Asked): Omit<TurnRecord, 'ms'> {
+  const { result } = asked;
+  const usage = result?.usage ?? { input_tokens: 0, output_tokens: 0 };
+  const messages = result?.messages ?? [];
+  const tools = messages.flatMap((m) =>
+    m.role === 'assistant'
+      ? (m.tool_calls ?? []).map((c) => ({ name: c.name, arguments: c.arguments }))
+      : [],
   );
+  const shown = messages.flatMap((m) => (m.role === 'assistant' ? [m.content] : [])).join('');
+  if (!result || result.outcome === 'cancelled' || asked.lost) {
+    const problem = whatHappened(asked) ?? 'The question was cancelled before it was answered.';
+    return { question, answer: shown, tools, usage, outcome: 'error', problem };
+  }
   // A fallback (the provider failed, the step limit) is never streamed: the chat prints it whole.
   const answer = result.outcome === 'answered' ? shown : `${shown}${result.answer}`;
   return {
     question,
     answer,
     tools,
-    usage: result.usage,
+    usage,
     outcome: result.outcome,
     trace: result.traceFile,
     ...(result.problem ? { problem: result.problem } : {}),

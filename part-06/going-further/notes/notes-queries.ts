@@ -4,7 +4,7 @@
 // note is never read, changed or deleted here, and looks exactly like one that does not exist.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import { query, withTransaction } from '../../../shared/db.ts';
-import { fencedTransaction, LeaseLost } from '../question/lease.ts';
+import { LeaseLost } from '../store/fence.ts';
 
 /** The longest note: a sentence or two. Anything longer is not a note. */
 export const MAX_NOTE_CHARS = 300;
@@ -67,16 +67,14 @@ export type SaveOutcome =
  * revived note counts against MAX_NOTES_PER_CUSTOMER: past it, nothing is kept ('full'). An expiry
  * before today is refused, with today's date for the model to ask the customer again. 'erased': the
  * conversation was erased while the question was answered (its lease was taken), so nothing is kept.
- * `write`: the question's fenced write path (the tool's context.write); by default the same fence.
  */
 export async function saveNote(
   customerId: number,
   conversationId: string,
   text: string,
   expiresOn: string | null,
-  write: typeof withTransaction = (work) => fencedTransaction(conversationId, work),
 ): Promise<SaveOutcome> {
-  return write(async (db): Promise<SaveOutcome> => {
+  return withTransaction(async (db): Promise<SaveOutcome> => {
     // First a write to the customer's guard row (customer-memory.sql says why a write and not a lock).
     // Written before anything is read, so the reads below see every save committed before this one.
     await db.query(
@@ -140,16 +138,12 @@ export interface DeletedNote {
 
 /**
  * Deletes notes of this customer: the listed ids, or all of them; with `staleDays`, only those still
- * stale at this moment (one may have been recalled since prune listed it). Returns what went. A
- * question's tool hands in its write path (`write`), so a question whose lease was taken deletes nothing.
+ * stale at this moment (one may have been recalled since prune listed it). Returns what went.
  */
 export async function deleteNotes(
   customerId: number,
   which: number[] | 'all',
-  {
-    staleDays,
-    write = withTransaction,
-  }: { staleDays?: number; write?: typeof withTransaction } = {},
+  { staleDays }: { staleDays?: number } = {},
 ): Promise<DeletedNote[]> {
   if (which !== 'all' && which.length === 0) return [];
   const where = [
@@ -162,7 +156,7 @@ export async function deleteNotes(
     ...(which === 'all' ? [] : [which]),
     ...(staleDays === undefined ? [] : [staleDays]),
   ];
-  return write(async (db) => {
+  return withTransaction(async (db) => {
     const [notes] = await db.query<Array<DeletedNote & RowDataPacket>>(
       `SELECT id, conversation_id FROM customer_notes WHERE ${where} ORDER BY id FOR UPDATE`,
       params,
@@ -208,15 +202,10 @@ export async function staleNotes(days: number): Promise<StaleNote[]> {
   return rows.map(({ expired, ...note }) => ({ ...note, reason: expired ? 'expired' : 'unused' }));
 }
 
-/**
- * These notes were just sent with a question: prune.ts measures "not recalled for N days" from here.
- * Written through the question's write path, as everything a question writes.
- */
-export async function markRecalled(ids: number[], write: typeof withTransaction): Promise<void> {
+/** These notes were just sent with a question: prune.ts measures "not recalled for N days" from here. */
+export async function markRecalled(ids: number[]): Promise<void> {
   if (ids.length === 0) return;
-  await write((db) =>
-    db.query('UPDATE customer_notes SET recalled_at = NOW(3) WHERE id IN (?)', [ids]),
-  );
+  await query('UPDATE customer_notes SET recalled_at = NOW(3) WHERE id IN (?)', [ids]);
 }
 
 /** The conversation a note was said in was pruned: the note stays (it is still in use), its source goes. */

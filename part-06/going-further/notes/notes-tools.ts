@@ -1,4 +1,4 @@
-// The tools that carry a customer's wishes across conversations: remember_note, forget_notes, forget_everything, search_past_conversations.
+// The tools that carry a customer's wishes across conversations: remember_note and search_past_conversations (forgetting is privacy/'s).
 //
 // Like every tool, they act for the signed-in customer alone: it arrives in `context`, from our code,
 // and none of them takes a customer from the model. Another customer's note or conversation looks
@@ -11,23 +11,16 @@ import {
   saveNote,
   type SaveOutcome,
 } from './notes-queries.ts';
-import { forgetNotes } from '../privacy/delete-notes.ts';
 import { searchPastConversations } from './past-conversations.ts';
-import { forgetCustomer } from '../privacy/delete-conversations.ts';
 
 /** Notes one question may keep: a customer states a wish or two; a model looping on the tool stops here. */
 export const MAX_NOTES_PER_QUESTION = 3;
 /** The longest search: a few words, not a pasted conversation. */
 const MAX_QUERY_CHARS = 200;
 
-/** The four tools, for runAgent's `tools`; forgetting also deletes trace lines and files under `logDir`. */
-export function customerMemoryTools(logDir: string): Tool[] {
-  return [
-    rememberNoteTool(),
-    forgetNotesTool(logDir),
-    forgetEverythingTool(logDir),
-    searchPastTool(),
-  ];
+/** The two tools, for runAgent's `tools`. */
+export function customerMemoryTools(): Tool[] {
+  return [rememberNoteTool(), searchPastTool()];
 }
 
 function rememberNoteTool(): Tool {
@@ -77,8 +70,8 @@ function rememberNoteTool(): Tool {
           error: `No more than ${MAX_NOTES_PER_QUESTION} notes can be kept for one question.`,
         };
 
-      const { customer, conversation, write } = context;
-      const saved = await saveNote(customer.id, conversation.id, text, expiresOn, write);
+      const { customer, conversation } = context;
+      const saved = await saveNote(customer.id, conversation.id, text, expiresOn);
       if (saved.outcome === 'saved' || saved.outcome === 'revived')
         kept.set(context, (kept.get(context) ?? 0) + 1);
       return noteResult(saved, expiresOn);
@@ -109,77 +102,6 @@ function noteResult(saved: SaveOutcome, expiresOn: string | null): ToolResult {
     case 'saved':
       return { saved: true, note_id: saved.id, expires_on: expiresOn };
   }
-}
-
-function forgetNotesTool(logDir: string): Tool {
-  return {
-    definition: {
-      name: 'forget_notes',
-      description:
-        "Delete the customer's notes when they ask you to forget something: one note by its id (from the " +
-        'customer notes you were given), or all of them. Their earlier conversations stay: when they ask you to ' +
-        'forget everything about them, use forget_everything instead. Returns how many notes were deleted.',
-      parameters: {
-        type: 'object',
-        properties: {
-          note_id: { type: 'integer', description: 'The note to forget, e.g. 12.' },
-          all: { type: 'boolean', description: 'true to forget every note of this customer.' },
-        },
-        additionalProperties: false,
-      },
-    },
-    async run(args, context) {
-      if ((args.note_id === undefined) === (args.all !== true))
-        return { error: 'Give either note_id or all: true.' };
-      // Models sometimes send "12" for 12.
-      const noteId = /^\d{1,9}$/.test(String(args.note_id)) ? Number(args.note_id) : undefined;
-      if (args.note_id !== undefined && !noteId)
-        return {
-          error: `note_id must be a positive whole number (got ${JSON.stringify(args.note_id)}).`,
-        };
-      // Through the question's write path: a question whose lease was taken deletes nothing.
-      const { customer, write } = context;
-      const forgotten = await forgetNotes(logDir, customer.id, noteId ? [noteId] : 'all', {
-        write,
-      });
-      if (noteId && forgotten.length === 0) return { error: `Note ${noteId} not found` };
-      if (noteId) return { forgotten: forgotten.length };
-      return {
-        forgotten: forgotten.length,
-        still_kept:
-          'Their earlier conversations with you, which search_past_conversations still finds. Say so; forget_everything deletes them too.',
-      };
-    },
-  };
-}
-
-function forgetEverythingTool(logDir: string): Tool {
-  return {
-    definition: {
-      name: 'forget_everything',
-      description:
-        'Delete everything you keep about the customer, when they ask you to forget everything about them or to ' +
-        'delete their data: all their notes and all their conversations with you, this one included, with their ' +
-        "logs. Their orders, refunds and support tickets are the store's records and stay: the result lists the " +
-        'tickets; tell the customer exactly what was deleted and what stays. Make sure that is what they want first.',
-      parameters: { type: 'object', properties: {}, additionalProperties: false },
-    },
-    async run(_args, context) {
-      const here = context.conversation.id;
-      const erased = await forgetCustomer(logDir, context.customer.id, here);
-      const tickets = erased.tickets.map((id) => `#${id}`).join(', ');
-      return {
-        deleted: {
-          notes: erased.notes,
-          earlier_conversations: erased.conversations.filter((c) => c.conversationId !== here)
-            .length,
-          this_conversation: true,
-        },
-        kept: `Their orders and refunds${tickets ? ` and support tickets ${tickets}` : ''}: the store's records, which it must keep.`,
-        note: 'Nothing of this conversation is kept any more, not even your answer to this question: the next question starts afresh.',
-      };
-    },
-  };
 }
 
 function searchPastTool(): Tool {

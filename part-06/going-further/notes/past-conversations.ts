@@ -1,22 +1,17 @@
 // Finds a customer's earlier conversations by their words, through a word index of her own messages.
 //
 // Each word of a question or an answer is kept in message_words (customer-memory.sql) with the
-// customer and the message, when the message is saved (hardened-store.ts calls indexMessages in the
-// same transaction) and deleted with it. A search reads only the searching customer's rows for its
+// customer and the message, when the message is saved (store/message-words.ts) and deleted with it. A search reads only the searching customer's rows for its
 // words: it costs what her own history costs, however much other customers have said, and copies
 // nothing.
-import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { query } from '../../../shared/db.ts';
 import { oneLine, shorten } from '../../../shared/text.ts';
-import type { StoredMessage } from '../../memory.ts';
-import { words } from './recall-notes.ts';
+import { indexWords } from '../store/message-words.ts';
 
 /** Conversations returned, and matching lines of each: enough to recognise one, small enough to send. */
 const MAX_CONVERSATIONS = 3;
 const MAX_LINES = 3;
 const MAX_LINE_CHARS = 200;
-/** Longer words are kept (and looked for) cut to this length: the column's. */
-const MAX_WORD_CHARS = 40;
 
 export interface PastConversation {
   conversation_id: string;
@@ -99,70 +94,4 @@ async function matchingLines(customerId: number, wanted: string[], conversationI
        JOIN messages m ON m.conversation_id = h.conversation_id AND m.seq = h.seq`,
     [customerId, wanted, conversationIds],
   );
-}
-
-/**
- * Adds the words of these messages, just inserted from `firstSeq` on, to the customer's index, in the
- * saving transaction: a message and its words are stored together or not at all. Only questions and
- * answers have words to find: a tool call has no text, and a tool result is the store's data, which the
- * other tools fetch fresh.
- */
-export async function indexMessages(
-  db: Connection,
-  customerId: number,
-  conversationId: string,
-  firstSeq: number,
-  messages: StoredMessage[],
-): Promise<void> {
-  const rows = messages.flatMap((message, i) =>
-    message.role === 'user' || message.role === 'assistant'
-      ? indexWords(typeof message.content === 'string' ? message.content : '').map((word) => [
-          customerId,
-          word,
-          conversationId,
-          firstSeq + i,
-        ])
-      : [],
-  );
-  if (rows.length)
-    await db.query('INSERT INTO message_words (customer_id, word, conversation_id, seq) VALUES ?', [
-      rows,
-    ]);
-}
-
-/**
- * Indexes every question and answer already stored: run once, when message_words is created on a
- * database that has conversations. IGNORE: a message a chat saved meanwhile was indexed by its own save.
- */
-export async function indexStoredMessages(db: Connection): Promise<number> {
-  const [conversations] = await db.query<
-    Array<{ id: string; customer_id: number } & RowDataPacket>
-  >('SELECT id, customer_id FROM conversations');
-  for (const conversation of conversations) {
-    const [messages] = await db.query<Array<{ seq: number; text: string } & RowDataPacket>>(
-      `SELECT seq, JSON_UNQUOTE(JSON_EXTRACT(data, '$.content')) AS text FROM messages
-        WHERE conversation_id = ? AND role IN ('user', 'assistant')
-          AND JSON_TYPE(JSON_EXTRACT(data, '$.content')) = 'STRING'`,
-      [conversation.id],
-    );
-    const rows = messages.flatMap((message) =>
-      indexWords(message.text).map((word) => [
-        conversation.customer_id,
-        word,
-        conversation.id,
-        message.seq,
-      ]),
-    );
-    for (let i = 0; i < rows.length; i += 5000)
-      await db.query(
-        'INSERT IGNORE INTO message_words (customer_id, word, conversation_id, seq) VALUES ?',
-        [rows.slice(i, i + 5000)],
-      );
-  }
-  return conversations.length;
-}
-
-/** The words of a text as the index keeps them: recall's words (so "Lockers" finds "locker"), cut to the column's length. */
-function indexWords(text: string): string[] {
-  return [...new Set([...words(text)].map((word) => [...word].slice(0, MAX_WORD_CHARS).join('')))];
 }

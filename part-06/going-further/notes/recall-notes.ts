@@ -9,9 +9,9 @@
 // it, so no note can end the block or start a line of its own. A note can say no more than the
 // customer could type: who is signed in and what the tools may see are decided by code.
 import { integerSetting, type Env } from '../../../shared/config.ts';
-import { withTransaction } from '../../../shared/db.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import type { ConversationStore } from '../../memory.ts';
+import { words } from '../store/message-words.ts';
 import { liveNotes, markRecalled, today, type CustomerNote } from './notes-queries.ts';
 
 export interface NoteInRecall {
@@ -42,12 +42,11 @@ export function notesBudget(env: Env): number {
  * The store, with the customer's notes added before each question. The conversation's customer is
  * the signed-in one: chat.ts and ask.ts only open the customer's own conversations.
  */
-export function withCustomerNotes(
-  store: ConversationStore,
+export function withCustomerNotes<Store extends ConversationStore>(
+  store: Store,
   maxChars: number,
   onRecall?: (recall: Recall) => void,
-  write: (conversationId: string) => typeof withTransaction = () => withTransaction,
-): ConversationStore {
+): Store {
   return {
     ...store,
     async loadContext(conversation, question) {
@@ -55,7 +54,7 @@ export function withCustomerNotes(
       if (maxChars === 0) return context;
       const recall = await recallNotes(conversation.customerId, question, maxChars);
       const sent = recall.notes.filter((n) => n.sent).map((n) => n.note.id);
-      await markRecalled(sent, write(conversation.id));
+      await markRecalled(sent);
       onRecall?.(recall);
       return { ...context, messages: [...context.messages, ...recall.messages] };
     },
@@ -130,23 +129,4 @@ function noteLine(note: CustomerNote): string {
     text: note.text,
   };
   return JSON.stringify(line).replaceAll('<', '\\u003c');
-}
-
-/** Words that say nothing about what a note is about. */
-const COMMON = new Set(
-  (
-    'the and for you your are was were with that this have has had not but can could will would should ' +
-    'please about from they them their our what when where which who why how all any been into than then ' +
-    'also just its there here some more very want like know need get got don won didn doesn'
-  ).split(' '),
-);
-
-/** The words of a text that can tell notes apart: lower case, three letters or more, a plural "s" dropped. */
-export function words(text: string): Set<string> {
-  const found = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-  return new Set(
-    found
-      .filter((w) => w.length >= 3 && !COMMON.has(w))
-      .map((w) => w.replace(/ies$/, 'y').replace(/([^s])s$/, '$1')),
-  );
 }

@@ -20,7 +20,8 @@ import { commandFor } from '../../../shared/hints.ts';
 import { printable } from '../../../shared/text.ts';
 import type { StoredMessage } from '../../memory.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
-import { indexMessages, searchPastConversations } from '../notes/past-conversations.ts';
+import { searchPastConversations } from '../notes/past-conversations.ts';
+import { indexMessages } from '../store/message-words.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--runs=N]', io)}

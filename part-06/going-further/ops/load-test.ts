@@ -26,13 +26,15 @@ import {
 } from '../../../shared/db.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { printable, printableJson } from '../../../shared/text.ts';
-import { runAgent, type AgentOptions } from '../../agent.ts';
+import type { AgentOptions } from '../../agent.ts';
 import { DEFAULT_BUDGET } from '../../context.ts';
-import { newConversation, type ConversationStore } from '../../memory.ts';
-import { leaseFence, withConversationLock } from '../question/lease.ts';
+import { newConversation } from '../../memory.ts';
+import { Nimbus, whatHappened, type Watch } from '../nimbus.ts';
+import { DEFAULT_MAX_TOOL_CALLS } from '../question/call-limits.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { clusterDirectory, freezeNode } from './local-cluster.ts';
-import { hardenedStore } from '../store/hardened-store.ts';
+
+type CallModel = NonNullable<AgentOptions['callModel']>;
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--customers=1,8,32,128] [--turns=4] [--pace=300] [--spread] [--json]', io)}
@@ -89,13 +91,14 @@ export async function main(io: ScriptIo): Promise<void> {
       model: 'paced',
       timeoutMs: 60_000,
     };
-    const options = {
+    const nimbus = new Nimbus({
       llm,
       logDir: traceDir(io.env),
-      quiet: true,
-      callModel: pacedModel(pace),
-    };
-    return worker(io, whole(values.worker, '--worker'), turns, options);
+      budget: DEFAULT_BUDGET,
+      notesMaxChars: 0,
+      maxToolCalls: DEFAULT_MAX_TOOL_CALLS,
+    });
+    return worker(io, whole(values.worker, '--worker'), turns, nimbus, pacedModel(pace));
   }
   const sizes = values.customers.split(',').map((k) => whole(k, '--customers'));
   const cutEvery =
@@ -160,7 +163,7 @@ export async function main(io: ScriptIo): Promise<void> {
  * ms, as a real model takes. The agent is handed it as its model call, so no model server is involved
  * and what is measured is Nimbus's own work: the lease, the store, the tool.
  */
-function pacedModel(pace: number): NonNullable<AgentOptions['callModel']> {
+function pacedModel(pace: number): CallModel {
   return async (_llm, messages) => {
     await sleep(pace);
     const text = 'Here is what I found about your orders.';
@@ -223,12 +226,13 @@ function runWorker(
   });
 }
 
-/** In a worker: `customers` conversations at once, `turns` questions each, timing the store. */
+/** In a worker: `customers` conversations at once, `turns` questions each, through the full Nimbus, timing the store. */
 async function worker(
   io: ScriptIo,
   customers: number,
   turns: number,
-  agent: Omit<AgentOptions, 'store'>,
+  nimbus: Nimbus,
+  callModel: CallModel,
 ): Promise<void> {
   const measured: Measured = {
     seconds: 0,
@@ -240,24 +244,26 @@ async function worker(
     rss: [megabytes(process.memoryUsage().rss), 0],
     conversations: [],
   };
-  const store = timed(hardenedStore(DEFAULT_BUDGET), measured);
-  const options: AgentOptions = { ...agent, store, ...leaseFence };
+  const watch: Watch = {
+    callModel,
+    quiet: true,
+    onWait: () => measured.lockWaits++,
+    onStoreTime: (what, ms) => (what === 'load' ? measured.loads : measured.saves).push(ms),
+  };
   const started = performance.now();
   await Promise.all(
     Array.from({ length: customers }, async (_, i) => {
       // The sample store's customers, in turn: several conversations of one customer are fine.
       const customer = { id: (i % 8) + 1, name: `Customer ${(i % 8) + 1}`, email: '' };
-      const conversation = newConversation(customer.id);
+      let conversation = newConversation(customer.id);
       measured.conversations.push(conversation.id);
       for (let t = 0; t < turns; t++) {
         try {
-          const onWait = () => measured.lockWaits++;
-          const result = await withConversationLock(
-            conversation,
-            () => runAgent(`Question ${t}: where are my orders?`, customer, conversation, options),
-            { onWait },
-          );
-          if (result.saveError) measured.errors.push(result.saveError);
+          const question = `Question ${t}: where are my orders?`;
+          const asked = await nimbus.ask(customer, conversation, question, watch);
+          conversation = asked.conversation;
+          const problem = whatHappened(asked) ?? asked.result?.saveError;
+          if (problem) measured.errors.push(problem);
           else measured.turns++;
         } catch (error) {
           measured.errors.push(error instanceof Error ? error.message : String(error));
@@ -269,24 +275,6 @@ async function worker(
   measured.rss[1] = megabytes(process.memoryUsage().rss);
   await closePool();
   io.log(JSON.stringify(measured));
-}
-
-/** The store, timing each load and each save into `measured`. */
-function timed(store: ConversationStore, measured: Measured): ConversationStore {
-  const time = async <T>(into: number[], work: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    try {
-      return await work();
-    } finally {
-      into.push(performance.now() - started);
-    }
-  };
-  return {
-    loadContext: (conversation, question) =>
-      time(measured.loads, () => store.loadContext(conversation, question)),
-    saveStep: (conversation, step) =>
-      time(measured.saves, () => store.saveStep(conversation, step)),
-  };
 }
 
 function summary(customers: number, parts: Measured[]) {

@@ -2,7 +2,6 @@
 //
 // Memory is customer data. Deleting only the database rows would leave the same words in logs/, so
 // every copy we make is deleted here together.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { ResultSetHeader } from 'mysql2';
 import { query } from '../../../shared/db.ts';
@@ -10,14 +9,12 @@ import { describeConversation, type ConversationSummary } from '../../stored-con
 import { conversationTraceFile } from '../../trace.ts';
 import {
   ConversationBusy,
-  LEASE_SECONDS,
-  leaseHolder,
   leasedConversations,
   takeLeases,
-  withConversationLock,
-  withErasureMarked,
+  withLease,
   type LeaseTarget,
 } from '../question/lease.ts';
+import { withErasureMarked } from '../question/erasure-mark.ts';
 import {
   forgetSource,
   notesFromConversation,
@@ -118,9 +115,9 @@ export async function planCustomerErasure(
  * Questions being answered for them are waited for first (or their leases taken, see
  * forgetConversation), new conversations included, so nothing deleted here is written again.
  *
- * `asking`: the conversation of the question that asked for it. That question holds its lease, so
- * waiting for it would wait for itself: the lease is taken from it at once instead, and it goes with
- * the rest. Whatever the question would still save, its answer included, is refused (LeaseLost).
+ * `asking`: the conversation of the question that asked for it (forget_everything). That question
+ * holds its lease and keeps it: everything said before it goes, its own conversation's earlier turns
+ * included, and what it writes after (its answer) starts the conversation afresh.
  */
 export function forgetCustomer(
   logDir: string,
@@ -139,11 +136,9 @@ async function eraseCustomer(
   const targets = new Map<string, LeaseTarget>();
   for (const id of await conversationsOf(customerId)) targets.set(id, { id, customerId });
   for (const target of await leasedConversations(customerId)) targets.set(target.id, target);
-  if (asking) targets.delete(asking);
+  if (asking) targets.delete(asking); // its question holds it, and keeps it
   const release = await takeLeases([...targets.values()], { takeOver: true, erasure: true });
-  let releaseAsking = async () => {};
   try {
-    if (asking) releaseAsking = await takeFromOwnQuestion(asking);
     const notes = (await forgetNotes(logDir, customerId, 'all')).length;
     const conversations: Removed[] = [];
     // Listed again: a conversation saved while the leases were being taken goes too.
@@ -161,30 +156,8 @@ async function eraseCustomer(
     }
     return { conversations, notes, tickets: await ticketsOf(customerId) };
   } finally {
-    await releaseAsking();
     await release();
   }
-}
-
-/**
- * Takes the lease of a conversation from the question this process is answering in it, without
- * waiting: its holder becomes the erasure's, so the question's next check of its lease fails and it
- * saves nothing more. Returns the function that lets the lease go.
- */
-async function takeFromOwnQuestion(conversationId: string): Promise<() => Promise<void>> {
-  const erasure = randomBytes(16).toString('hex');
-  await query(
-    `UPDATE question_leases SET holder = ?, expires_at = NOW(3) + INTERVAL ? SECOND
-      WHERE conversation_id = ? AND holder = ?`,
-    [erasure, LEASE_SECONDS, conversationId, leaseHolder(conversationId) ?? ''],
-  );
-  return async () => {
-    // If the database does not answer, the lease simply expires.
-    await query('DELETE FROM question_leases WHERE conversation_id = ? AND holder = ?', [
-      conversationId,
-      erasure,
-    ]).catch(() => {});
-  };
 }
 
 export interface PrunePlan {
@@ -220,7 +193,7 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
   for (const conversation of plan.conversations) {
     try {
       // Never wait: a conversation in use right now is not stale, whatever its updated_at says.
-      await withConversationLock(
+      await withLease(
         { id: conversation.id, customerId: conversation.customer_id },
         async () => {
           if (!(await deleteConversation(conversation.id, days))) return;

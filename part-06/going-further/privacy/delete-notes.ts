@@ -11,8 +11,7 @@ import { dropQuestions, type TraceEvent } from './trace-files.ts';
 
 /**
  * Deletes this customer's notes (the listed ids, or all; with `staleDays`, only those still stale),
- * and the trace lines of the questions that wrote them. Returns the notes deleted. `write`: a
- * question's write path (see deleteNotes).
+ * and the trace lines of the questions that wrote them. Returns the notes deleted.
  */
 export async function forgetNotes(
   logDir: string,

@@ -5,7 +5,7 @@ import { DatabaseError, databaseSettings } from '../../../shared/db.ts';
 import { query } from '../../../shared/db.ts';
 import { commandFor } from '../../../shared/hints.ts';
 import { ensureDatabase, runSqlFile, TABLES, withSetupConnection } from '../../setup-database.ts';
-import { indexStoredMessages } from '../notes/past-conversations.ts';
+import { indexStoredMessages } from './message-words.ts';
 
 /** Going further's SQL files, and the tables each creates. */
 const FILES: Array<[file: string, tables: string[]]> = [
@@ -15,6 +15,25 @@ const FILES: Array<[file: string, tables: string[]]> = [
   ],
   ['going-further/question/question-leases.sql', ['question_leases', 'customer_erasures']],
 ];
+
+/** Going further's own tables, in the order they are created. */
+export const PRODUCT_TABLES = FILES.flatMap(([, tables]) => tables);
+
+/**
+ * Drops going further's tables, on a setup connection (the reset, setup.ts): they point at the chapter's,
+ * so they go first. The messages' storage_note and the tickets' guard go with the chapter's tables.
+ */
+export async function dropProductTables(
+  db: mysql.Connection,
+  database: string,
+  log: (line: string) => void,
+): Promise<void> {
+  await db.query('SET FOREIGN_KEY_CHECKS = 0');
+  for (const table of [...PRODUCT_TABLES].reverse())
+    await db.query(`DROP TABLE IF EXISTS \`${table}\``);
+  await db.query('SET FOREIGN_KEY_CHECKS = 1');
+  log(`Database "${database}": dropped ${PRODUCT_TABLES.join(', ')}.`);
+}
 
 /**
  * For commands that only read (the viewer, export, forget): says which tables are missing and how to
@@ -27,9 +46,7 @@ export async function checkFullDatabase(): Promise<void> {
     [database],
   );
   const existing = new Set(rows.map((row) => String(row.name)));
-  const missing = [...TABLES, ...FILES.flatMap(([, tables]) => tables)].filter(
-    (table) => !existing.has(table),
-  );
+  const missing = [...TABLES, ...PRODUCT_TABLES].filter((table) => !existing.has(table));
   const chat = commandFor(new URL('../chat.ts', import.meta.url));
   if (missing.length)
     throw new DatabaseError(

@@ -1,22 +1,22 @@
-// The store chat.ts and ask.ts use. The plain store's job (memory.ts), made to survive real use.
+// The store the full Nimbus uses: the chapter's plain store (memory.ts), made to survive real use.
 //
-// - Bounded loading (load-context.ts): a question reads only the newest turns it needs.
-// - Defensive reading (read-history.ts): a damaged row is left out and reported, never sent.
-// - Storable messages (fit-message.ts): what MariaDB would refuse is changed as little as possible, and noted.
-// - A deleted conversation (forget.ts, prune.ts) is never written again, nor one whose question lost its
-//   lease: every save goes through the question's one fenced write path (fencedTransaction, question/lease.ts),
-//   which checks the lease in the same transaction as the save.
-// - A save whose COMMIT got no answer (a timeout, a dropped connection) may have landed: before it is
-//   sent again, the store looks at the rows where it would be, and a COMMIT that lands even later (after
-//   that look) is found by the messages' key (insertOnce), so a step is never stored twice or lost.
-// - Its place in the conversation: each save continues at the seq this process last saw. If another
-//   writer got there first (two windows, after the lock's connection dropped), the primary key
-//   (conversation_id, seq) refuses the insert, and the rest of this turn is stored as a turn of its
-//   own after the other's, its question repeated: turns never mix, and nothing a tool did is lost.
+// Loading: only the newest turns the question needs (load-context.ts), a damaged row left out and said
+// (read-history.ts). Saving a step is the chapter's saveMessages — the conversation's row, then the
+// messages numbered after the last one, in one transaction — plus what real use adds:
+// - every message made storable first (fit-message.ts), and its words indexed in the same transaction
+//   (message-words.ts), for search_past_conversations;
+// - a conversation deleted meanwhile (forget.ts, prune.ts) is never written again;
+// - a COMMIT whose answer never came (a timeout, a dropped connection) may have landed: before the step
+//   is sent again, the rows where it would be are read, and a COMMIT that lands even later is found by
+//   the messages' key (conversation_id, seq): a step is stored once, never twice, never lost;
+// - the place to write is the one this question last saw, not MAX(seq): if another writer got there
+//   first (the chapter's chat in the same conversation), the key refuses the insert, and the rest of
+//   this turn is stored as a turn of its own after the other's, its question repeated, so turns never mix.
+// The question's lease is checked by every one of its transactions (store/fence.ts, nimbus.ts).
 import { isDeepStrictEqual } from 'node:util';
 import type { ResultSetHeader } from 'mysql2';
 import type { PoolConnection } from 'mysql2/promise';
-import { CommitUnknown, DatabaseError, query } from '../../../shared/db.ts';
+import { CommitUnknown, DatabaseError, query, withTransaction } from '../../../shared/db.ts';
 import type { MemoryBudget } from '../../context.ts';
 import {
   insertMessages,
@@ -25,9 +25,8 @@ import {
   type MessageToSave,
   type StoredMessage,
 } from '../../memory.ts';
-import { fencedTransaction } from '../question/lease.ts';
 import { loadContext, type LoadedContext } from './load-context.ts';
-import { indexMessages } from '../notes/past-conversations.ts';
+import { indexMessages } from './message-words.ts';
 import { storable } from './fit-message.ts';
 import type { Damage } from './read-history.ts';
 
@@ -42,6 +41,11 @@ export class ConversationDeleted extends DatabaseError {
 
 export interface HardenedStore extends ConversationStore {
   loadContext(conversation: Conversation): Promise<LoadedContext>;
+  /**
+   * The conversation's rows were erased by this very question (forget_everything): what it saves from
+   * now on starts the conversation over, as its first turn, the question repeated.
+   */
+  startOver(conversation: Conversation): void;
 }
 
 export interface HardenedStoreOptions {
@@ -51,14 +55,26 @@ export interface HardenedStoreOptions {
   onMoved?: (conversationId: string) => void;
 }
 
+/** Where this question writes next in its conversation (one store per question: nimbus.ts makes it). */
+interface Place {
+  /** The seq of the conversation's last message, as this question knows it. */
+  lastSeq: number;
+  /** The question of the turn being saved: repeated if the turn has to continue as a turn of its own. */
+  question?: StoredMessage;
+  /** A save whose COMMIT got no answer: its messages as they would be stored, looked for before the next. */
+  unanswered?: StoredMessage[];
+}
+
 export function hardenedStore(
   budget: MemoryBudget,
   options: HardenedStoreOptions = {},
 ): HardenedStore {
-  // Per conversation: the seq of its last message as this process knows it, the question of the turn
-  // being saved (repeated if the turn has to continue as a turn of its own), and a save whose COMMIT
-  // got no answer (the agent sends its messages again, first, with the next step).
   const places = new Map<string, Place>();
+  const placeOf = (conversation: Conversation) => {
+    const place = places.get(conversation.id) ?? { lastSeq: 0 };
+    places.set(conversation.id, place);
+    return place;
+  };
 
   return {
     async loadContext(conversation) {
@@ -67,23 +83,31 @@ export function hardenedStore(
       }
       const context = await loadContext(conversation.id, budget);
       if (context.damaged.length) options.onDamaged?.(conversation.id, context.damaged);
-      places.set(conversation.id, { lastSeq: context.lastSeq });
+      placeOf(conversation).lastSeq = context.lastSeq;
       return context;
     },
 
+    startOver(conversation) {
+      const place = placeOf(conversation);
+      places.set(conversation.id, { lastSeq: 0, question: place.question });
+      conversation.saved = false; // its row is gone: the next save creates it again
+    },
+
     async saveStep(conversation, step) {
-      const place = places.get(conversation.id) ?? { lastSeq: 0 };
-      places.set(conversation.id, place);
+      const place = placeOf(conversation);
       const first = step[0]?.message;
       if (first?.role === 'user') place.question = first;
-      if (place.unknown) {
+      // Every save of a turn that starts over (or moved) begins with its question.
+      if (place.lastSeq === 0 && first?.role !== 'user' && place.question)
+        step = [{ message: place.question }, ...step];
+      if (place.unanswered) {
         // The save whose answer never came: if it landed, its messages (sent again first) are stored.
-        const count = place.unknown.length;
-        if (await settled(conversation, place)) step = step.slice(count);
+        const count = place.unanswered.length;
+        if (await landedLate(conversation, place)) step = step.slice(count);
         if (step.length === 0) return;
       }
       try {
-        if (await insertOrFind(conversation, place, step)) return;
+        if (await saveOnce(conversation, place, step)) return;
       } catch (error) {
         if (!isDuplicate(error) || !place.question) throw error;
         // Another writer took our place: continue after its messages, as a turn of our own.
@@ -99,73 +123,48 @@ export function hardenedStore(
 }
 
 /**
- * Inserts the step at its place, once. If its COMMIT got no answer, looks whether it landed: true if
- * it did (the place is then past it); if not, inserts it again, once even if that COMMIT lands meanwhile.
+ * Inserts the step at its place, once. If its COMMIT got no answer, looks whether it landed: true if it
+ * did (the place is then past it); if not, inserts it again, once even if that COMMIT lands meanwhile.
  */
-async function insertOrFind(
+async function saveOnce(
   conversation: Conversation,
   place: Place,
   step: MessageToSave[],
 ): Promise<boolean> {
   try {
-    await insertOnce(conversation, place.lastSeq, step);
+    await insertUnlessLanded(conversation, place.lastSeq, step);
     return false;
   } catch (error) {
     if (!(error instanceof CommitUnknown)) throw error;
-    if (await landedAfterAll(conversation, place, step)) return true;
-    await insertOnce(conversation, place.lastSeq, step);
+    place.unanswered = asStored(step);
+    try {
+      if (await landedLate(conversation, place)) return true;
+    } catch (lookFailed) {
+      // Not even the look got an answer: the step stays in `unanswered`, looked for before the next save.
+      const why = lookFailed instanceof Error ? ` (${lookFailed.message})` : '';
+      throw new CommitUnknown(
+        `MySQL never answered the COMMIT of this step, so it may have been saved or not, and asking again failed${why}. Nimbus looks before it saves again, so nothing is stored twice.`,
+      );
+    }
+    await insertUnlessLanded(conversation, place.lastSeq, step);
     return false;
   }
 }
 
 /**
- * A COMMIT got no answer: looks at once whether the step landed (on a cluster, through another node if
- * need be). If even that fails, the step is remembered, to be looked for before the next save.
+ * Whether the save whose COMMIT got no answer landed after all: the place moves past it if it did;
+ * either way the question is settled, and `unanswered` cleared.
  */
-async function landedAfterAll(
-  conversation: Conversation,
-  place: Place,
-  step: MessageToSave[],
-): Promise<boolean> {
-  place.unknown = asStored(step);
-  try {
-    return await settled(conversation, place);
-  } catch (error) {
-    const why = error instanceof Error ? ` (${error.message})` : '';
-    throw new CommitUnknown(
-      `MySQL never answered the COMMIT of this step, so it may have been saved or not, and asking again failed${why}. Nimbus looks before it saves again, so nothing is stored twice.`,
-    );
-  }
-}
-
-/**
- * Looks whether the save whose COMMIT got no answer landed, and settles the place either way: true if
- * it did (the conversation then has those messages), false if not (they can be saved again).
- */
-async function settled(conversation: Conversation, place: Place): Promise<boolean> {
-  const landed = await stored(conversation.id, place.lastSeq, place.unknown!);
+async function landedLate(conversation: Conversation, place: Place): Promise<boolean> {
+  const messages = place.unanswered!;
+  const landed =
+    (await countStoredAt(conversation.id, place.lastSeq, messages)) === messages.length;
   if (landed) {
-    place.lastSeq += place.unknown!.length;
+    place.lastSeq += messages.length;
     conversation.saved = true;
   }
-  place.unknown = undefined;
+  place.unanswered = undefined;
   return landed;
-}
-
-interface Place {
-  lastSeq: number;
-  question?: StoredMessage;
-  /** The messages of a save whose COMMIT got no answer, as they would be stored. */
-  unknown?: StoredMessage[];
-}
-
-/** Whether these messages are stored right after `lastSeq`: a save whose answer was lost, found. */
-async function stored(
-  conversationId: string,
-  lastSeq: number,
-  messages: StoredMessage[],
-): Promise<boolean> {
-  return (await storedAlready(conversationId, lastSeq, messages)) === messages.length;
 }
 
 /**
@@ -173,7 +172,7 @@ async function stored(
  * rows are anything else (another writer's). A step is identified by its conversation, its place
  * (seq) and its own messages, compared whole (its tool calls' ids included).
  */
-async function storedAlready(
+async function countStoredAt(
   conversationId: string,
   lastSeq: number,
   messages: StoredMessage[],
@@ -199,7 +198,7 @@ function asStored(step: MessageToSave[]): StoredMessage[] {
  * messages, it is "already stored", checked, not assumed, and only the rest is inserted. Rows of
  * another writer there are the caller's to handle (ER_DUP_ENTRY).
  */
-async function insertOnce(
+async function insertUnlessLanded(
   conversation: Conversation,
   lastSeq: number,
   step: MessageToSave[],
@@ -208,7 +207,7 @@ async function insertOnce(
     await insertStep(conversation, lastSeq, step);
   } catch (error) {
     if (!isDuplicate(error)) throw error;
-    const already = await storedAlready(conversation.id, lastSeq, asStored(step));
+    const already = await countStoredAt(conversation.id, lastSeq, asStored(step));
     if (already <= 0) throw error;
     conversation.saved = true; // the late COMMIT created its row
     if (already < step.length)
@@ -216,7 +215,7 @@ async function insertOnce(
   }
 }
 
-/** One step in one transaction, numbered from lastSeq + 1; a deleted conversation, or a lost lease, refuses it. */
+/** One step in one transaction, numbered from lastSeq + 1; a deleted conversation refuses it. */
 async function insertStep(
   conversation: Conversation,
   lastSeq: number,
@@ -224,7 +223,7 @@ async function insertStep(
 ): Promise<void> {
   // Each message is made storable first; what had to change is kept in storage_note.
   const rows = step.map(({ message, cost }) => ({ ...storable(message), cost }));
-  await fencedTransaction(conversation.id, async (db) => {
+  await withTransaction(async (db) => {
     if (conversation.saved) {
       const [update] = await db.query<ResultSetHeader>(
         'UPDATE conversations SET updated_at = NOW(3) WHERE id = ?',
@@ -233,7 +232,7 @@ async function insertStep(
       if (update.affectedRows === 0) throw new ConversationDeleted(conversation.id);
     } else {
       // Its row may be there already: this save's first try, whose COMMIT landed after the app gave up
-      // on it. The messages' own key then says whether they are stored (insertOnce).
+      // on it. The messages' own key then says whether they are stored (insertUnlessLanded).
       await db.query(
         'INSERT INTO conversations (id, customer_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE updated_at = NOW(3)',
         [conversation.id, conversation.customerId],
@@ -249,7 +248,7 @@ async function insertStep(
 
 /**
  * What storable() had to change, beside the message it changed: storage_note is going further's column
- * (database-setup.ts adds it), so the chapter's insert leaves it out and this fills it in, rarely.
+ * (ensure-tables.ts adds it), so the chapter's insert leaves it out and this fills it in, rarely.
  */
 async function noteChanges(
   db: PoolConnection,

@@ -2,7 +2,9 @@
 import { dim, type ScriptIo } from '../../../shared/cli.ts';
 import { streamWithTools } from '../model/stream-with-tools.ts';
 import { printable } from '../../../shared/text.ts';
-import type { AgentOptions, AgentResult } from '../../agent.ts';
+import { Writable } from 'node:stream';
+import type { AgentOptions } from '../../agent.ts';
+import type { Asked } from '../nimbus.ts';
 
 /** Ctrl-C while the agent worked: the steps it completed are saved (the agent saves each one). */
 const CANCELLED_AFTER_TOOLS =
@@ -11,7 +13,7 @@ const CANCELLED_AFTER_TOOLS =
 const CANCELLED_BEFORE_TOOLS = '(Cancelled: nothing from this question was saved.)';
 
 /** Ctrl-C while the question waited to start (for another window's question): nothing was done. */
-export const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was saved.';
+const CANCELLED_BEFORE_START = 'Cancelled: nothing from this question was saved.';
 
 /**
  * The agent's model call, streamed (`callModel`): each piece of the answer is printed after "Nimbus: "
@@ -40,24 +42,39 @@ export function answerPrinter(io: ScriptIo) {
     });
     return reply.finally(working.stop);
   };
+  // The trace's lines (and the store's notices) go to stderr through here: each on a line of its own.
+  const stderr = Object.assign(
+    new Writable({
+      write(chunk, _encoding, done) {
+        breakLine();
+        io.stderr.write(chunk);
+        if (String(chunk).includes(' model → ')) working.start('running the tool'); // a tool call starts
+        done();
+      },
+    }),
+    { isTTY: io.stderr.isTTY },
+  );
   return {
     callModel,
+    stderr,
     breakLine,
-    traceLine(line: string): void {
+    /**
+     * What is left to say once the question ended: a fallback (the provider failed, the step limit) was
+     * never streamed, so it is printed whole; Ctrl-C is said with what it left behind. A question whose
+     * conversation was lost meanwhile is said by the caller (whatHappened), not here.
+     */
+    finish(asked: Asked): void {
       breakLine();
-      io.error(dim(line, io.stderr));
-      if (line.includes(' model → ')) working.start('running the tool'); // a tool call starts
-    },
-    /** A fallback (the provider failed, the step limit) was never streamed: it is printed whole. */
-    finish(result: AgentResult, saved: boolean): void {
-      breakLine();
-      if (result.outcome === 'cancelled')
-        io.log(dim(saved ? CANCELLED_AFTER_TOOLS : CANCELLED_BEFORE_TOOLS));
-      else if (result.outcome !== 'answered') io.log(`Nimbus: ${printable(result.answer)}`);
+      const { result } = asked;
+      if (!result) io.log(dim(`(${CANCELLED_BEFORE_START})`));
+      else if (result.outcome === 'cancelled') {
+        if (!asked.lost) io.log(dim(result.saved ? CANCELLED_AFTER_TOOLS : CANCELLED_BEFORE_TOOLS));
+      } else if (result.outcome !== 'answered') io.log(`Nimbus: ${printable(result.answer)}`);
       io.log();
+      if (!result) return;
       // Not an outage: the provider called the request invalid, and its words say why.
       if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
-      if (result.saveError) io.error(`${printable(result.saveError)}\n`);
+      if (result.saveError && !asked.lost) io.error(`${printable(result.saveError)}\n`);
     },
   };
 }

@@ -45,7 +45,7 @@ export class LineInput {
     } else {
       void this.readPiped();
     }
-    process.on('SIGINT', this.interrupt); // a SIGINT signal, e.g. when the input is piped from a file
+    io.signals.on('SIGINT', this.interrupt); // a SIGINT signal, e.g. when the input is piped from a file
   }
 
   /** Whether a person is typing (a terminal) rather than a file or a pipe. */
@@ -108,7 +108,7 @@ export class LineInput {
 
   /** Stops reading: the program can then end, even with the input still open (a pipe not yet closed). */
   close(): void {
-    process.off('SIGINT', this.interrupt);
+    this.io.signals.off('SIGINT', this.interrupt);
     this.rl?.close();
     if (!this.rl) this.io.stdin.destroy();
     this.end();

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../shared/config.ts';
 import type { CustomerNote } from '../../notes/notes-queries.ts';
 import { notesView, recallView } from '../../notes/notes-view.ts';
-import { notesBudget, rankNotes, words } from '../../notes/recall-notes.ts';
+import { notesBudget, rankNotes } from '../../notes/recall-notes.ts';
+import { words } from '../../store/message-words.ts';
 
 /** Notes as liveNotes returns them: newest first. */
 function notes(...texts: string[]): CustomerNote[] {
