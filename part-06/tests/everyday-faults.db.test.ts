@@ -85,9 +85,9 @@ describe('settings that cannot work are the first and only thing said', () => {
 
 describe('a memory budget or a time limit that cannot work', () => {
   const bad: Array<[string, string, () => unknown, string]> = [
-    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(process.env), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '-1', () => memoryBudget(process.env), 'of at least 1'],
-    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(process.env), 'of at least 1'],
+    ['MEMORY_MAX_CHARS', 'abc', () => memoryBudget(process.env), 'of at least 1000'],
+    ['MEMORY_MAX_CHARS', '999', () => memoryBudget(process.env), 'of at least 1000'],
+    ['MEMORY_MAX_CHARS', '1e12', () => memoryBudget(process.env), 'of at least 1000'],
     ['MEMORY_RECENT_TURNS', '-1', () => memoryBudget(process.env), 'of at least 1'],
     ['LLM_TIMEOUT_SECONDS', '0', () => llmSettings(process.env), 'from 1 to 86400'],
     ['DB_TIMEOUT_SECONDS', '0', () => dbSettings(process.env), 'from 1 to 3600'],

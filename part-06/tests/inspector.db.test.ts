@@ -56,15 +56,16 @@ describe('show-conversation --context, turn by turn', () => {
     const id = await conversation(turn(1), turn(2), turn(3));
     const saved = { ...process.env };
     try {
-      Object.assign(process.env, { MEMORY_MAX_CHARS: '700', MEMORY_RECENT_TURNS: '1' });
+      Object.assign(process.env, { MEMORY_MAX_CHARS: '1000', MEMORY_RECENT_TURNS: '1' });
       const shown = await shownContext(id, memoryBudget(process.env));
-      expect(shown).toContain('(budget 700 chars, the newest turn full):');
+      expect(shown).toContain('(budget 1,000 chars, the newest turn full):');
       expect(rowsOf(shown).map(({ question: _, ...row }) => row)).toEqual(
-        expected(await loadMessages(id), { maxChars: 700, recentTurns: 1 }).rows,
+        expected(await loadMessages(id), { maxChars: 1000, recentTurns: 1 }).rows,
       );
-      for (const [name, value] of [
-        ['MEMORY_MAX_CHARS', 'lots'],
-        ['MEMORY_RECENT_TURNS', '0'],
+      for (const [name, value, least] of [
+        ['MEMORY_MAX_CHARS', 'lots', '1000'],
+        ['MEMORY_MAX_CHARS', '700', '1000'],
+        ['MEMORY_RECENT_TURNS', '0', '1'],
       ]) {
         Object.assign(process.env, {
           MEMORY_MAX_CHARS: '',
@@ -72,7 +73,7 @@ describe('show-conversation --context, turn by turn', () => {
           [name]: value,
         });
         expect(() => memoryBudget(process.env)).toThrow(
-          `${name} must be a whole number of at least 1 (it is "${value}"). Fix it in .env.`,
+          `${name} must be a whole number of at least ${least} (it is "${value}"). Fix it in .env.`,
         );
       }
     } finally {

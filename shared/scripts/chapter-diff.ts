@@ -8,32 +8,41 @@ import { ROOT_DIR } from '../config.ts';
 /** The tables come before the functions that query them, and both before the rows that fill them. */
 const SQL_ORDER = ['schema.sql', 'functions.sql', 'seed.sql'];
 
+/** A part's product layer (Part 6's full Nimbus): a book of its own, left out of the chapter's diff unless asked. */
+const LAYER = 'going-further/';
+
 /**
  * The unified diff from part `from` to part `to`, one file at a time in reading order, under a one-line summary.
  * New files are shown in full as additions, removed files in full as removals, unchanged files not at all.
- * When the chapter's README groups its changes ("### The core", "### Going further"), the diff follows
- * that reading path, each group under a heading with the lines it adds. The README, tests/ and
- * scenarios.json are left out unless `all` is set; then they follow the code.
+ * When the chapter's README groups its changes ("### The core, in reading order"), the diff follows
+ * that reading path, each group under a heading with the lines it adds. A part's going-further/ (the
+ * full Nimbus) follows the chapter only with `goingFurther`, in its own README's order; the README,
+ * tests/ and scenarios.json only with `all`, after the code.
  */
 export function chapterDiff(
   from: number,
   to: number,
-  { all = false } = {},
+  { all = false, goingFurther = false } = {},
 ): { files: string[]; text: string } {
   const [fromDir, toDir] = [partFolder(from), partFolder(to)];
   const older = readPart(fromDir);
   const newer = readPart(toDir);
-  // A removed file has no newer version; its old imports still tell where it belongs.
   const sources = new Map([...older, ...newer]);
   const changed = new Set(
     [...sources.keys()].filter((file) => older.get(file) !== newer.get(file)),
   );
+  const inLayer = (file: string) => file.startsWith(LAYER);
+  const layerChanged = [...changed].filter((file) => inLayer(file) && !isExtra(file)).length;
 
-  const order = readingOrder(sources);
+  const order = readingOrder(sources).filter((file) => goingFurther || !inLayer(file));
   const extras = order.filter((file) => changed.has(file) && isExtra(file));
   const codeOrder = order.filter((file) => changed.has(file) && !isExtra(file));
   const sections = [
-    ...readingPath(toDir, codeOrder),
+    ...readingPath(
+      toDir,
+      codeOrder.filter((file) => !inLayer(file)),
+    ),
+    ...(goingFurther ? [layerSection(toDir, codeOrder.filter(inLayer))] : []),
     { title: '', files: all ? extras : [], shared: [] as string[] },
   ];
   const diffs = new Map(
@@ -41,7 +50,6 @@ export function chapterDiff(
       .flatMap((section) => section.files)
       .map((file) => [file, unifiedDiff(fromDir, toDir, file, older.has(file), newer.has(file))]),
   );
-  // Listed only if diff printed something, so the list and the text agree even if a file is saved meanwhile.
   for (const section of sections) section.files = section.files.filter((file) => diffs.get(file));
   const files = sections.flatMap((section) => section.files);
   const code = files.filter((file) => !isExtra(file));
@@ -50,44 +58,63 @@ export function chapterDiff(
   const parts = sections.map(({ title: heading, files: inSection, shared }) => {
     const text = inSection.map((file) => diffs.get(file)).join('');
     if (!heading || !text) return text;
-    // Counted as the chapter counts itself: every added line but blank ones.
     const added = text.split('\n').filter((line) => /^\+(?!\+\+ )\s*\S/.test(line)).length;
-    // Code in shared/ that this group relies on: no part's diff shows it, so it is named here.
     const alsoShared = shared.length
       ? `Also in shared/, used by this group (shared by every part, so no diff shows it): ${shared.join(', ')}\n\n`
       : '';
     return `\n==== ${heading}: ${added.toLocaleString('en-US')} lines added (blank lines aside) ====\n\n${alsoShared}${text}`;
   });
-  return { files, text: [`${summary(title, code, extras.length, all)}\n`, ...parts].join('') };
+  const layerNote =
+    layerChanged && !goingFurther
+      ? ` The full Nimbus's ${layerChanged} code files (${LAYER}) are a book of their own; add --going-further to see them.`
+      : '';
+  const head = `${summary(title, code, extras.length, all)}${layerNote}\n`;
+  return { files, text: [head, ...parts].join('') };
 }
 
 /**
- * The code files in the order the chapter's README lists them: group by group under "What changed"
- * ("### The core, in reading order"), then the rows of the "### Files" table in its "## Going further"
- * section, if it has one, as the group "Going further": the reading path the chapter chose. Without
- * such groups, or for a file the README does not name, `codeOrder` decides.
+ * The code files in the order the chapter's README lists them, group by group under "What changed"
+ * ("### The core, in reading order"): the reading path the chapter chose. Without such groups, or for
+ * a file the README does not name, `codeOrder` decides.
  */
 function readingPath(
   toDir: string,
   codeOrder: string[],
 ): Array<{ title: string; files: string[]; shared: string[] }> {
-  const readme = path.join(ROOT_DIR, toDir, 'README.md');
-  const text = existsSync(readme) ? readFileSync(readme, 'utf8') : '';
-  const group = (title: string, named: string[]) => ({
-    title,
-    files: named.filter((file) => codeOrder.includes(file)),
-    shared: named.filter((file) => file.startsWith('shared/')),
-  });
-  const sections = h2(text, /^What changed since Part \d+$/)
+  const sections = h2(readme(toDir), /^What changed since Part \d+$/)
     .split(/^### /m)
     .slice(1)
-    .map((block) => group(block.slice(0, block.indexOf('\n')).trim(), bulletNames(block)));
-  const layer = goingFurtherFiles(text);
-  if (layer.length) sections.push(group('Going further', layer));
+    .map((block) =>
+      group(block.slice(0, block.indexOf('\n')).trim(), bulletNames(block), codeOrder),
+    );
   if (sections.length === 0) return [{ title: '', files: codeOrder, shared: [] }];
   const named = new Set(sections.flatMap((section) => section.files));
   sections.at(-1)!.files.push(...codeOrder.filter((file) => !named.has(file)));
   return sections;
+}
+
+/** The full Nimbus's files, in the order of the Files table of its own README (going-further/README.md). */
+function layerSection(toDir: string, codeOrder: string[]) {
+  const listed = tableFiles(h2(readme(path.join(toDir, LAYER)), /^Files$/)).map(
+    (file) => LAYER + file,
+  );
+  const section = group('Going further', listed, codeOrder);
+  section.files.push(...codeOrder.filter((file) => !section.files.includes(file)));
+  return section;
+}
+
+/** A group of the reading path: the files named that changed, and those of shared/ it names. */
+function group(title: string, named: string[], codeOrder: string[]) {
+  return {
+    title,
+    files: named.filter((file) => codeOrder.includes(file)),
+    shared: named.filter((file) => file.startsWith('shared/')),
+  };
+}
+
+function readme(dir: string): string {
+  const file = path.join(ROOT_DIR, dir, 'README.md');
+  return existsSync(file) ? readFileSync(file, 'utf8') : '';
 }
 
 /** The body of a README's "## Heading" section, up to the next "## " ('' when it has none). */
@@ -109,16 +136,6 @@ export function bulletNames(markdown: string): string[] {
 /** The files of a table, by the name in each row's first cell: "| `a.ts` | … |". */
 export function tableFiles(markdown: string): string[] {
   return [...markdown.matchAll(/^\| `([^`]+)`/gm)].map((match) => match[1]);
-}
-
-/**
- * The files the "### Files" table of a README's "## Going further" section lists, in its order: going
- * further's files are listed there, after the chapter, not among the chapter's.
- */
-export function goingFurtherFiles(markdown: string): string[] {
-  const section = h2(markdown, /^Going further$/);
-  const files = /^### Files\n([\s\S]*?)(?=^##+ |(?![\s\S]))/m.exec(section)?.[1] ?? '';
-  return tableFiles(files);
 }
 
 /** e.g. "Chapter 6: 2 code files changed — schema.sql, chat.ts. 5 README and test files left out; add --all to see them." */

@@ -1,12 +1,8 @@
 // What one question's model replies may ask for: tool calls per reply, help-center searches per question, and how much of a step's results is sent back. A model can ask for thousands of calls in one reply.
 import { integerSetting, type Env } from '../../../shared/config.ts';
-import type {
-  AssistantMessage,
-  Message,
-  ToolCall,
-  ToolMessage,
-} from '../../../shared/llm/index.ts';
+import type { AssistantMessage, ToolCall } from '../../../shared/llm/index.ts';
 import type { AgentOptions } from '../../agent.ts';
+import { fitResults } from '../store/fit-results.ts';
 
 type CallModel = NonNullable<AgentOptions['callModel']>;
 
@@ -18,10 +14,12 @@ type CallModel = NonNullable<AgentOptions['callModel']>;
 export const DEFAULT_MAX_TOOL_CALLS = 16;
 
 /**
- * Help-center searches one question may make: with an index each is a paid embedding request. A question
- * needs one or two; the repeat guard already refuses the same search a third time, this any search.
+ * Searches one question may make, of the help center (with an index each is a paid embedding request)
+ * and of past conversations (each returns up to three conversations' lines). A question needs one or
+ * two; the repeat guard already refuses the same search a third time, this any search.
  */
 export const MAX_SEARCHES_PER_QUESTION = 4;
+const SEARCH_TOOLS = ['search_help_center', 'search_past_conversations'];
 
 /** Read once at start, by the entry script. */
 export function maxToolCallsPerReply(env: Env): number {
@@ -46,7 +44,11 @@ export function tooManyCalls(asked: number, max: number): string {
   );
 }
 
-export const SEARCH_LIMIT_ERROR = `No more than ${MAX_SEARCHES_PER_QUESTION} help-center searches can be made for one question, so this one was not run. Answer with the passages already found.`;
+/** Said instead of running a search past the question's limit. */
+export function searchLimitError(tool: string): string {
+  const what = tool === 'search_help_center' ? 'help-center' : 'past-conversation';
+  return `No more than ${MAX_SEARCHES_PER_QUESTION} ${what} searches can be made for one question, so this one was not run. Answer with what was already found.`;
+}
 
 /**
  * The agent's model call (`callModel`) for one question, bounded. A reply's calls past `maxCalls` are
@@ -61,16 +63,17 @@ export function withCallLimits(
   callModel: CallModel,
   { maxCalls, maxResultChars }: CallLimits,
 ): CallModel {
-  let searches = 0;
+  const searches = new Map<string, number>();
   return async (llm, messages, ...rest) => {
     const reply = await callModel(llm, fitResults(messages, maxResultChars), ...rest);
     const asked = reply.tool_calls.length;
     const calls = reply.tool_calls.slice(0, maxCalls + 1).map((call, i): ToolCall => {
       if (i === maxCalls) return { ...call, arguments_error: tooManyCalls(asked, maxCalls) };
-      if (call.name !== 'search_help_center' || call.arguments_error) return call;
-      searches++;
-      return searches > MAX_SEARCHES_PER_QUESTION
-        ? { ...call, arguments_error: SEARCH_LIMIT_ERROR }
+      if (!SEARCH_TOOLS.includes(call.name) || call.arguments_error) return call;
+      const made = (searches.get(call.name) ?? 0) + 1;
+      searches.set(call.name, made);
+      return made > MAX_SEARCHES_PER_QUESTION
+        ? { ...call, arguments_error: searchLimitError(call.name) }
         : call;
     });
     const cut = asked > calls.length;
@@ -82,35 +85,4 @@ export function withCallLimits(
       : { ...reply.message, tool_calls: calls };
     return { ...reply, tool_calls: calls, message };
   };
-}
-
-/**
- * The request with this question's tool results within `maxChars` all together: sixteen searches
- * of past conversations can return 36,000 characters. The longest are cut, each to the same length,
- * as far as needed, and say so; what is stored stays whole (only the request is cut).
- */
-export function fitResults(messages: Message[], maxChars: number): Message[] {
-  const question = messages.findLastIndex((message) => message.role === 'user');
-  const results = new Set(
-    messages.slice(question + 1).filter((m): m is ToolMessage => m.role === 'tool'),
-  );
-  const sizes = [...results].map((message) => message.content.length).sort((a, b) => a - b);
-  if (sizes.reduce((sum, size) => sum + size, 0) <= maxChars) return messages;
-  // The length each result may keep so that they all fit: the short ones whole, the rest shared out.
-  let left = maxChars;
-  let each = 0;
-  for (const [i, size] of sizes.entries()) {
-    each = Math.floor(left / (sizes.length - i));
-    if (size > each) break;
-    left -= size;
-  }
-  return messages.map((message) => {
-    if (message.role !== 'tool' || !results.has(message) || message.content.length <= each)
-      return message;
-    const note = ` …(cut to fit the request: ${each} of ${message.content.length} characters)`;
-    return {
-      ...message,
-      content: message.content.slice(0, Math.max(0, each - note.length)) + note,
-    };
-  });
 }

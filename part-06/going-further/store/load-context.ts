@@ -4,6 +4,7 @@
 // what fits. At turn 10,000 that reads 40,000 rows to send a dozen. loadContext returns exactly the
 // same context by reading the newest rows first, a batch at a time, collecting whole turns, and
 // stopping as soon as the turns collected are over budget: buildContext would drop every older one.
+// One thing it adds: a newest turn alone over budget is fitted (fit-results.ts), not sent whole.
 import { query } from '../../../shared/db.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import {
@@ -14,6 +15,7 @@ import {
   type MemoryBudget,
   type Turn,
 } from '../../context.ts';
+import { fitNewestTurn } from './fit-results.ts';
 import { readHistory, type Damage, type StoredRow } from './read-history.ts';
 
 /** Rows read per query: usually the first batch is already over budget. */
@@ -70,7 +72,9 @@ export async function loadContext(
 
   damaged.sort((a, b) => a.seq - b.seq);
   const readAll = reachedStart && !stoppedInBatch && collecting.length === 0;
-  return { ...buildContext(turns.reverse().flat(), budget), readAll, damaged, lastSeq };
+  // The newest turn is sent even alone over budget (buildContext): then what is sent of it is fitted.
+  const context = fitNewestTurn(buildContext(turns.reverse().flat(), budget));
+  return { ...context, readAll, damaged, lastSeq };
 }
 
 /**
