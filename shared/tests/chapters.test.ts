@@ -93,7 +93,10 @@ const TAUGHT: Record<string, Array<[file: string, line: string]>> = {
       'function toOpenAIMessages(messages: Message[]): ChatCompletionMessageParam[] {',
     ],
     // The system prompt in full: its first line, its rules and its last line.
-    ['prompt.ts', 'export const SYSTEM_PROMPT'],
+    [
+      'prompt.ts',
+      'export const SYSTEM_PROMPT = `You are Nimbus, the customer-support assistant of Kestrel Electronics, a small online electronics store.',
+    ],
     ['prompt.ts', 'What you must never do:'],
     ['prompt.ts', 'Say so plainly and suggest emailing support@kestrel.example.`;'],
   ],
