@@ -1,4 +1,4 @@
-// Part 1 end to end: ask.ts runs as a subprocess, the way a learner runs it, against the fake provider.
+// ask.ts end to end against the fake provider: its work in-process through main(io), and as a process where only a process will do.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

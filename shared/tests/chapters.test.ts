@@ -93,7 +93,10 @@ const TAUGHT: Record<string, Array<[file: string, line: string]>> = {
       'function toOpenAIMessages(messages: Message[]): ChatCompletionMessageParam[] {',
     ],
     // The system prompt in full: its first line, its rules and its last line.
-    ['prompt.ts', 'export const SYSTEM_PROMPT'],
+    [
+      'prompt.ts',
+      'export const SYSTEM_PROMPT = `You are Nimbus, the customer-support assistant of Kestrel Electronics, a small online electronics store.',
+    ],
     ['prompt.ts', 'What you must never do:'],
     ['prompt.ts', 'Say so plainly and suggest emailing support@kestrel.example.`;'],
   ],
@@ -155,10 +158,13 @@ const TAUGHT: Record<string, Array<[file: string, line: string]>> = {
       'chunking.ts',
       "if (line.startsWith('## ')) sections.push({ heading: line.slice(3).trim(), lines: [] });",
     ],
-    ['embedding-index.ts', 'export async function buildIndex('],
+    [
+      'embedding-index.ts',
+      'export async function buildIndex(llm: LlmSettings, options: IndexOptions = {}): Promise<Progress> {',
+    ],
     ['search-help.ts', 'for (let i = 0; i < q.length; i++) dot += q[i] * v[i];'],
     ['search-help.ts', '.slice(0, TOP_K);'],
-    ['search-help.ts', 'MATCH(c.text) AGAINST (? IN NATURAL LANGUAGE MODE)'],
+    ['search-help.ts', 'WHERE MATCH(c.text) AGAINST (? IN NATURAL LANGUAGE MODE)'],
     ['tools.ts', "name: 'search_help_center',"],
     [
       'prompt.ts',
