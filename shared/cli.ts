@@ -122,7 +122,7 @@ export interface ScriptIo {
   stdin: Readable & { isTTY?: boolean };
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable & { isTTY?: boolean };
-  /** Where Ctrl-C arrives as 'SIGINT' when the input is not a terminal: the process, or a test's own emitter. */
+  /** Where Ctrl-C (and a kill) arrive as signals: the process, or a test's own emitter. */
   signals: Interrupts;
   /** One line on stdout, as console.log writes it. */
   log(text?: string): void;
@@ -130,10 +130,13 @@ export interface ScriptIo {
   error(text?: string): void;
 }
 
-/** The part of an EventEmitter (the process, in a real run) a script listens to for Ctrl-C. */
+/** The signals a script may stop on: Ctrl-C, a kill, the terminal closed. */
+export type StopSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
+/** The part of an EventEmitter (the process, in a real run) a script listens to for Ctrl-C and kills. */
 export interface Interrupts {
-  on(event: 'SIGINT', listener: () => void): unknown;
-  off(event: 'SIGINT', listener: () => void): unknown;
+  on(event: StopSignal, listener: (signal: StopSignal) => void): unknown;
+  off(event: StopSignal, listener: (signal: StopSignal) => void): unknown;
 }
 
 /**

@@ -18,7 +18,7 @@ import { describeCustomer, signIn } from '../session.ts';
 import { Nimbus, nimbusSettings, whatHappened, type Asked } from './nimbus.ts';
 import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
-import { checkQuestion } from './terminal/question-limit.ts';
+import { checkQuestion } from './question/question-limit.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"', io)}

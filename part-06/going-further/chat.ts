@@ -20,7 +20,7 @@ import { answerPrinter } from './terminal/answer-printer.ts';
 import { offerToBuildIndex } from './terminal/index-offer.ts';
 import { LineInput, LongLine } from './terminal/line-input.ts';
 import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
-import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
+import { MAX_QUESTION_CHARS, tooLong } from './question/question-limit.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
 
 export function usage(io: ScriptIo): string {

@@ -10,6 +10,7 @@ import {
   runMain,
   type ScriptIo,
   startedDirectly,
+  type StopSignal,
   UsageError,
 } from '../../shared/cli.ts';
 import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
@@ -34,7 +35,7 @@ import { runTrial, ScratchDatabases, type SittingRunner, type TrialRecord } from
 
 const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
 /** Ctrl-C, a kill, or the terminal closed: each drops the scratch database before leaving. */
-const STOP_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+const STOP_SIGNALS: StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--trials=K] [--scenarios=FILE] [--only=ID,…]', io)}
@@ -133,14 +134,19 @@ async function runTrials(
 ): Promise<TrialRecord[]> {
   const admin = await connectToServer();
   const databases = new ScratchDatabases(admin);
+  // A run killed outright (kill -9) had no time to drop its databases: this one does, and says so.
+  const abandoned = await databases.dropAbandoned();
+  if (abandoned.length)
+    io.error(
+      `Dropped ${abandoned.length} scratch database${abandoned.length === 1 ? '' : 's'} an earlier eval left when it was killed: ${abandoned.join(', ')}.`,
+    );
   const progress = evalProgress(runs.length * k, io.stderr);
   let child: ChildProcess | undefined;
-  let stopping = false;
+  let leaving: Promise<never> | undefined;
   // A second Ctrl-C (or tsx passing the first one on again) must not end the process mid-drop: the
   // handlers stay, and only the first signal starts leaving.
-  const leave = async (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
+  const leave = (signal: StopSignal) => void (leaving ??= stopAndLeave(signal));
+  const stopAndLeave = async (signal: StopSignal): Promise<never> => {
     progress.finish();
     if (child && child.exitCode === null) {
       child.kill('SIGTERM');
@@ -158,12 +164,12 @@ async function runTrials(
       );
     process.exit(128 + osConstants.signals[signal]);
   };
-  for (const signal of STOP_SIGNALS) process.on(signal, leave);
+  for (const signal of STOP_SIGNALS) io.signals.on(signal, leave);
   // The sittings read the settings this process was given (.env included): the same provider and server.
   const startSitting = spawnSittings(io.env, folder, (running) => (child = running));
   // Once leaving, no sitting starts: one started after the drop would create its database again.
   const runSitting: SittingRunner = (input, database) =>
-    stopping ? Promise.reject(new Error('Stopped.')) : startSitting(input, database);
+    leaving ? Promise.reject(new Error('Stopped.')) : startSitting(input, database);
   const trials: TrialRecord[] = [];
   try {
     // The sample store, its help-center index included, built once: every trial starts from a copy.
@@ -179,11 +185,15 @@ async function runTrials(
       }
     }
     return trials;
+  } catch (error) {
+    // Stopped: the trial in flight failed because its sitting was ended; leaving says it and exits.
+    if (leaving) await leaving;
+    throw error;
   } finally {
     progress.finish();
     await databases.dropAll();
     await admin.end();
-    for (const signal of STOP_SIGNALS) process.off(signal, leave);
+    for (const signal of STOP_SIGNALS) io.signals.off(signal, leave);
   }
 }
 

@@ -1,6 +1,10 @@
 // The eval's scenario file (JSON), checked before anything runs: a mistake is one sentence naming its place.
 import { UsageError } from '../../../shared/cli.ts';
 import { printable } from '../../../shared/text.ts';
+import { MAX_QUESTION_CHARS } from '../question/question-limit.ts';
+
+/** How deep the `args` of a tool expectation may nest: real arguments are an object or two deep. */
+const MAX_ARGS_DEPTH = 8;
 
 /** The columns of a ticket an expectation may name (tickets opened during the trial). */
 export const TICKET_COLUMNS = ['order_id', 'category', 'status', 'customer_id'] as const;
@@ -88,6 +92,13 @@ function checkScenario(item: unknown, at: string, tools: string[]): Scenario {
     throw new UsageError(
       `${here}.sittings must be a list of sittings, each a list of at least one non-empty message.`,
     );
+  // The chat refuses a longer question: a trial would send what no customer can (and pay for it).
+  for (const [i, sitting] of (sittings as string[][]).entries())
+    for (const [j, turn] of sitting.entries())
+      if (turn.length > MAX_QUESTION_CHARS)
+        throw new UsageError(
+          `${here}.sittings[${i}][${j}] is ${turn.length.toLocaleString('en-US')} characters long; a question may have at most ${MAX_QUESTION_CHARS.toLocaleString('en-US')}, as in the chat.`,
+        );
   const turns = (sittings as string[][]).flat().length;
   if (!Array.isArray(s.expect) || s.expect.length === 0)
     throw new UsageError(`${here}.expect must be a list of at least one expectation.`);
@@ -111,7 +122,11 @@ function checkExpectation(item: unknown, at: string, turns: number, tools: strin
     throw new UsageError(
       `${at}.${kind} names "${printable(String(value), { singleLine: true })}", which is not a tool of Nimbus (its tools: ${tools.join(', ')}).`,
     );
-  if (e.args !== undefined) record(e.args, `${at}.args`);
+  if (e.args !== undefined) {
+    record(e.args, `${at}.args`);
+    if (depth(e.args) > MAX_ARGS_DEPTH)
+      throw new UsageError(`${at}.args nests deeper than ${MAX_ARGS_DEPTH} levels.`);
+  }
   for (const key of ['turn', 'beforeTurn']) {
     const n = e[key];
     if (n !== undefined && (!Number.isInteger(n) || (n as number) < 1 || (n as number) > turns))
@@ -120,6 +135,20 @@ function checkExpectation(item: unknown, at: string, turns: number, tools: strin
       );
   }
   return e as Expectation;
+}
+
+/** How deep a JSON value nests (an object or a list is one level), counted without recursion. */
+function depth(value: unknown): number {
+  let deepest = 0;
+  const waiting: Array<[unknown, number]> = [[value, 1]];
+  while (waiting.length) {
+    const [next, level] = waiting.pop()!;
+    if (typeof next !== 'object' || next === null) continue;
+    deepest = Math.max(deepest, level);
+    if (deepest > MAX_ARGS_DEPTH) return deepest; // deep enough to refuse: no need to walk the rest
+    for (const child of Object.values(next)) waiting.push([child, level + 1]);
+  }
+  return deepest;
 }
 
 function checkColumns(value: unknown, at: string): void {

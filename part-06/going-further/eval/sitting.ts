@@ -69,6 +69,7 @@ export async function runSitting(
   input: SittingInput,
   settings: SittingSettings,
   log: (line: string) => void,
+  signal?: AbortSignal,
 ): Promise<SittingResult> {
   await ensureFullDatabase(log, settings.llm);
   const nimbus = new Nimbus(settings);
@@ -78,6 +79,7 @@ export async function runSitting(
     newConversation(customer.id);
   const turns: TurnRecord[] = [];
   for (const question of input.turns) {
+    if (signal?.aborted) break; // the eval is gone: nobody waits for the rest
     const started = Date.now();
     let turn: Omit<TurnRecord, 'ms'>;
     try {
@@ -86,6 +88,7 @@ export async function runSitting(
         callModel: (llm, messages, tools = [], options = {}) =>
           streamWithTools(llm, messages, tools, { ...options, onText: () => {} }),
         quiet: true,
+        signal,
       });
       conversation = asked.conversation;
       turn = turnRecord(question, asked);

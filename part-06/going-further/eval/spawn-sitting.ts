@@ -19,7 +19,7 @@ export function spawnSittings(
 ): SittingRunner {
   return (input, database) =>
     new Promise<SittingResult>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', SITTING_PROCESS], {
+      const child = spawn(process.execPath, ['--import', 'tsx', SITTING_PROCESS, '--from-eval'], {
         cwd: ROOT_DIR, // where tsx is found, wherever the eval was started from
         env: { ...env, DB_NAME: database, LOG_DIR: logDir, NO_COLOR: '1' },
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -29,10 +29,14 @@ export function spawnSittings(
       let stderr = '';
       child.stdout.on('data', (chunk) => (stdout += chunk));
       child.stderr.on('data', (chunk) => (stderr += chunk));
-      child.stdin.end(JSON.stringify(input));
+      // One line, and the pipe kept open: it closes when this process ends, even by kill -9, which
+      // gives no time to stop the sitting; the sitting then stops itself, so none goes on calling the model.
+      child.stdin.write(`${JSON.stringify(input)}\n`);
+      child.stdin.on('error', () => {}); // the sitting already ended
       child.on('error', reject);
       child.on('close', (code) => {
         running(undefined);
+        child.stdin.end();
         if (code === null)
           return reject(new Error('The sitting was stopped by a signal (Ctrl-C).'));
         // Its last line is its record: the turns, or the one sentence that says why there are none.

@@ -1,5 +1,6 @@
 // One trial of a scenario: a fresh copy of the sample store, its sittings one after another, then the judge's verdict on what the agent did and what the store holds.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import os from 'node:os';
 import type mysql from 'mysql2/promise';
 import type { DbSettings, LlmSettings } from '../../../shared/config.ts';
 import { Database, explainDatabaseError, withDatabase } from '../../../shared/db.ts';
@@ -43,17 +44,42 @@ export class ScratchDatabases {
   private stopping = false;
   private template?: string;
 
-  /** `prefix`: the eval's own, never DB_NAME's (tests running side by side each take one of their own). */
+  /**
+   * `prefix`: the eval's own, never DB_NAME's (tests running side by side each take one of their own).
+   * Each name also says which machine and process made it, so a later run can tell the databases of a
+   * run that was killed (kill -9 leaves no time to drop them) from those of a run still going.
+   */
   constructor(
     private readonly admin: mysql.Connection,
     private readonly prefix = 'nimbus_eval_',
   ) {}
 
+  /**
+   * Drops the databases of this prefix that an earlier run on this machine left behind when its
+   * process died without dropping them; returns their names. Another machine's, or a live run's, stay.
+   */
+  async dropAbandoned(): Promise<string[]> {
+    const [rows] = await this.admin.query<mysql.RowDataPacket[]>(
+      'SELECT schema_name AS name FROM information_schema.schemata WHERE schema_name LIKE ?',
+      [`${this.prefix.replaceAll('_', '\\_')}%`],
+    );
+    const mine = new RegExp(`^${this.prefix}${MACHINE}_(\\d+)_[0-9a-f]+$`);
+    const abandoned = rows
+      .map((row) => String(row.name))
+      .filter((name) => {
+        const pid = Number(mine.exec(name)?.[1]);
+        return pid > 0 && pid !== process.pid && !alive(pid);
+      });
+    for (const name of abandoned)
+      await this.admin.query(`DROP DATABASE IF EXISTS \`${name}\``).catch(said);
+    return abandoned;
+  }
+
   async create(): Promise<string> {
     // Ctrl-C is dropping them: no trial may start another (a signal to the process group ends the
     // sitting's process first, and its trial's end would otherwise go on to the next trial).
     if (this.stopping) throw new Error('Stopped.');
-    const name = `${this.prefix}${randomBytes(6).toString('hex')}`;
+    const name = `${this.prefix}${MACHINE}_${process.pid}_${randomBytes(4).toString('hex')}`;
     this.live.add(name);
     await this.admin
       .query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`)
@@ -91,6 +117,19 @@ export class ScratchDatabases {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.dropAll();
+  }
+}
+
+/** This machine, in a scratch database's name: a short hash of its host name. */
+const MACHINE = createHash('sha256').update(os.hostname()).digest('hex').slice(0, 6);
+
+/** Whether a process of this machine is running (signal 0 tests without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'; // running, but someone else's
   }
 }
 

@@ -9,7 +9,7 @@ import {
 } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runScript, type ScriptResult } from '../../../../shared/testing/run-script.ts';
-import { tooLong } from '../../terminal/question-limit.ts';
+import { tooLong } from '../../question/question-limit.ts';
 import { RunSpending } from '../../terminal/run-budget.ts';
 
 const CHAT = fileURLToPath(new URL('../../chat.ts', import.meta.url));

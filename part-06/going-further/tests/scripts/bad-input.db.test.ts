@@ -7,7 +7,7 @@ import {
 } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
-import { MAX_QUESTION_CHARS } from '../../terminal/question-limit.ts';
+import { MAX_QUESTION_CHARS } from '../../question/question-limit.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 
 const script = (name: string) => fileURLToPath(new URL(`../../../${name}`, import.meta.url));

@@ -3,7 +3,7 @@ import { Readable, Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { scriptIo } from '../../../../shared/cli.ts';
 import { LineInput, LongLine } from '../../terminal/line-input.ts';
-import { MAX_QUESTION_CHARS } from '../../terminal/question-limit.ts';
+import { MAX_QUESTION_CHARS } from '../../question/question-limit.ts';
 
 /** Everything the line input printed (the prompts and the echoed lines), instead of the terminal. */
 let printed: string;
