@@ -13,7 +13,7 @@ import { commandFor } from '../../shared/hints.ts';
 import { chatWithTools } from '../../shared/llm/index.ts';
 import { printable } from '../../shared/text.ts';
 import { describeIndexStatus, indexStatus } from '../embedding-index.ts';
-import { findConversation, newConversation } from '../memory.ts';
+import { newConversation } from '../memory.ts';
 import { describeCustomer, signIn } from '../session.ts';
 import { Nimbus, nimbusSettings, whatHappened, type Asked } from './nimbus.ts';
 import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
@@ -57,7 +57,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   );
   if (problem && !values.quiet) io.error(dim(problem, io.stderr));
 
-  let conversation = requested ? await findConversation(requested, customer.id) : undefined;
+  let conversation = requested ? await nimbus.resume(customer, requested) : undefined;
   if (requested && !conversation)
     io.error(`Conversation ${requested} was not found; starting a new one.`);
   conversation ??= newConversation(customer.id);

@@ -11,7 +11,7 @@ import { customerEmail } from '../../shared/config.ts';
 import { DatabaseError } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
-import { findConversation, newConversation, type Conversation } from '../memory.ts';
+import { newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
 import { Nimbus, nimbusSettings, whatHappened } from './nimbus.ts';
 import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
@@ -63,7 +63,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   const customer = await signIn(values.customer, customerEmail(io.env));
   io.log(`Signed in as ${describeCustomer(customer)}.`);
 
-  let conversation = resume ? await findConversation(resume, customer.id) : undefined;
+  let conversation = resume ? await nimbus.resume(customer, resume) : undefined;
   if (conversation) io.log(`Resuming conversation ${conversation.id}`);
   else {
     if (resume) io.log(`Conversation ${resume} was not found; starting a new one.`);

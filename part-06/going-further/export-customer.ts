@@ -8,7 +8,6 @@ import {
 } from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor } from '../../shared/hints.ts';
-import { printableJson } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { exportCustomer } from './privacy/customer-data.ts';
@@ -28,7 +27,12 @@ export async function main(io: ScriptIo): Promise<void> {
     throw new UsageError('Say whose data to export: --customer=<email>.');
   await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
-  io.log(printableJson(await exportCustomer(logDir(io.env), customer), 2));
+  // Written as it is read: a reader that is behind (a pipe, a slow terminal) is waited for.
+  const write = (text: string) =>
+    new Promise<void>((resolve) =>
+      io.stdout.write(text) ? resolve() : io.stdout.once('drain', resolve),
+    );
+  await exportCustomer(logDir(io.env), customer, write);
 }
 
 if (startedDirectly(import.meta.url)) await runMain(main, usage);

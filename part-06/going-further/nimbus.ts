@@ -10,7 +10,12 @@ import { query } from '../../shared/db.ts';
 import { chatWithTools } from '../../shared/llm/index.ts';
 import { runAgent, type AgentOptions, type AgentResult } from '../agent.ts';
 import { memoryBudget, type MemoryBudget } from '../context.ts';
-import { newConversation, type Conversation, type StoredMessage } from '../memory.ts';
+import {
+  findConversation,
+  newConversation,
+  type Conversation,
+  type StoredMessage,
+} from '../memory.ts';
 import type { Customer } from '../session.ts';
 import { customerMemoryTools } from './notes/notes-tools.ts';
 import { describeRecall } from './notes/notes-view.ts';
@@ -81,6 +86,17 @@ export interface Asked {
 
 export class Nimbus {
   constructor(readonly settings: NimbusSettings) {}
+
+  /**
+   * The customer's conversation with this id (another customer's is "not found", as in the chapter),
+   * counted as in use from now: prune.ts leaves alone a conversation a chat has just resumed.
+   */
+  async resume(customer: Customer, id: string): Promise<Conversation | undefined> {
+    const conversation = await findConversation(id, customer.id);
+    if (conversation)
+      await query('UPDATE conversations SET updated_at = NOW(3) WHERE id = ?', [conversation.id]);
+    return conversation;
+  }
 
   /**
    * Answers one question of a conversation for the signed-in customer: one question at a time in the

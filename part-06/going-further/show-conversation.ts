@@ -10,10 +10,11 @@ import {
 } from '../../shared/cli.ts';
 import { commandFor, usageLines } from '../../shared/hints.ts';
 import { printableJson } from '../../shared/text.ts';
-import { buildContext, memoryBudget, type MemoryBudget } from '../context.ts';
+import { memoryBudget, type MemoryBudget } from '../context.ts';
 import { contextView } from '../conversation-view.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { describeConversation } from '../stored-conversations.ts';
+import { loadContext } from './store/load-context.ts';
 import { loadRows, turnsView } from './store/message-rows.ts';
 import { listConversations, listView } from './store/recent-conversations.ts';
 import { exportConversation } from './privacy/customer-data.ts';
@@ -81,17 +82,20 @@ export async function main(io: ScriptIo): Promise<number | void> {
     io.error(`Conversation ${id} was not found.`);
     return 1;
   }
-  // Rows are read defensively: a damaged one is shown as such instead of failing the view.
-  const rows = await loadRows(id);
-  const history = readHistory(rows);
   if (values.context) {
-    const context = buildContext(history.messages, budget);
+    // As the chat loads it: only the newest turns the budget can hold are read, however long it is.
+    const context = await loadContext(id, budget);
     const notes = await recallNotes(conversation.customer_id, values.question, notesMaxChars);
     if (values.json) return void io.log(printableJson([...context.messages, ...notes.messages], 2));
     io.log(contextView(id, context).join('\n'));
+    if (!context.readAll)
+      io.log('Older turns were not read: past the budget, every one of them is dropped.');
     if (notes.notes.length) io.log(recallView(notes, values.question).join('\n'));
     return;
   }
+  // Rows are read defensively: a damaged one is shown as such instead of failing the view.
+  const rows = await loadRows(id);
+  const history = readHistory(rows);
   if (values.json)
     return void io.log(printableJson(exportConversation(conversation, rows, history), 2));
   io.log(turnsView(conversation, shownMessages(rows)).join('\n'));

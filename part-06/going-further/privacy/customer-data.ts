@@ -2,18 +2,28 @@
 import { existsSync } from 'node:fs';
 import { query } from '../../../shared/db.ts';
 import { displayPath } from '../../../shared/hints.ts';
+import { printableJson } from '../../../shared/text.ts';
 import type { Customer } from '../../session.ts';
 import { describeConversation, type ConversationSummary } from '../../stored-conversations.ts';
-import { loadRows, type StoredMessageRow } from '../store/message-rows.ts';
+import { rowsAfter, type StoredMessageRow } from '../store/message-rows.ts';
 import { conversationTraceFile } from '../../trace.ts';
 import { allNotes } from '../notes/notes-queries.ts';
 import { readHistory, type History } from '../store/read-history.ts';
 
+/** Messages read (and written) at a time: an export's memory stays the same at a million messages. */
+const BATCH_ROWS = 500;
+
 /**
- * The customer's record, orders, support tickets, notes, and every conversation with its messages
- * (as show-conversation --json exports one) and the path of its trace file, a copy kept under logs/.
+ * Writes, as one JSON object, the customer's record, orders, support tickets, notes, and every
+ * conversation with its messages (as show-conversation --json exports one) and the path of its trace
+ * file, a copy kept under logs/. The messages are read and written a batch at a time, each write
+ * awaited (`write` waits while the reader is behind), so neither memory nor a string grows with them.
  */
-export async function exportCustomer(logDir: string, customer: Customer) {
+export async function exportCustomer(
+  logDir: string,
+  customer: Customer,
+  write: (text: string) => Promise<void>,
+): Promise<void> {
   const [record] = await query<Array<Record<string, unknown>>>(
     'SELECT id, name, email, created_at FROM customers WHERE id = ?',
     [customer.id],
@@ -34,30 +44,54 @@ export async function exportCustomer(logDir: string, customer: Customer) {
        FROM tickets WHERE customer_id = ? ORDER BY id`,
     [customer.id],
   );
+  const notes = await allNotes(customer.id);
+  const head = printableJson({ customer: record, orders, tickets, notes }, 2);
+  await write(`${head.slice(0, -2)},\n  "conversations": [`);
   const ids = await query<Array<{ id: string }>>(
     'SELECT id FROM conversations WHERE customer_id = ? ORDER BY created_at, id',
     [customer.id],
   );
-  const conversations = [];
+  let first = true;
   for (const { id } of ids) {
     const summary = await describeConversation(id);
     if (!summary) continue; // deleted since it was listed
-    const rows = await loadRows(id);
     const traceFile = conversationTraceFile(logDir, id);
-    conversations.push({
-      ...exportConversation(summary, rows, readHistory(rows)),
-      trace_file: existsSync(traceFile) ? displayPath(traceFile) : null,
-    });
+    const { messages: _, ...about } = exportConversation(summary, [], readHistory([]));
+    const fields = { ...about, trace_file: existsSync(traceFile) ? displayPath(traceFile) : null };
+    const opened = printableJson(fields, 2).slice(0, -2).replaceAll('\n', '\n    ');
+    await write(`${first ? '' : ','}\n    ${opened},\n      "messages": [`);
+    first = false;
+    let written = 0;
+    for await (const rows of batches(id)) {
+      const shown = exportConversation(summary, rows, readHistory(rows)).messages;
+      const text = shown.map((m) => printableJson(m, 2).replaceAll('\n', '\n        '));
+      await write(`${written ? ',' : ''}\n        ${text.join(',\n        ')}`);
+      written += rows.length;
+    }
+    await write(`${written ? '\n      ' : ''}]\n    }`);
   }
-  return {
-    customer: record,
-    orders,
-    tickets,
-    notes: await allNotes(customer.id),
-    conversations,
-  };
+  await write(`${first ? '' : '\n  '}]\n}\n`);
 }
 
+/**
+ * A conversation's rows, BATCH_ROWS at a time, each batch ending where a turn ends (the defensive
+ * reader pairs a turn's calls with its results, so a turn is never split between two batches).
+ */
+async function* batches(conversationId: string): AsyncGenerator<StoredMessageRow[]> {
+  let held: StoredMessageRow[] = [];
+  let afterSeq = 0;
+  for (;;) {
+    const rows = await rowsAfter(conversationId, afterSeq, BATCH_ROWS);
+    if (rows.length === 0) break;
+    afterSeq = rows.at(-1)!.seq;
+    const all = [...held, ...rows];
+    const lastTurn = all.findLastIndex((row) => row.role === 'user');
+    const cut = rows.length < BATCH_ROWS || lastTurn <= 0 ? all.length : lastTurn;
+    held = all.slice(cut);
+    yield all.slice(0, cut);
+  }
+  if (held.length) yield held;
+}
 /** The whole stored conversation as one object: for a customer's data request or a bug report. */
 export function exportConversation(
   conversation: ConversationSummary,

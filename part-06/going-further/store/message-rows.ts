@@ -17,12 +17,25 @@ export interface StoredMessageRow {
   storage_note: string | null;
 }
 
+const COLUMNS = `seq, role, CAST(data AS CHAR) AS data, created_at, input_tokens, output_tokens, storage_note`;
+
 /** Every row of the conversation, in order, exactly as stored. */
 export async function loadRows(conversationId: string): Promise<StoredMessageRow[]> {
   return query<StoredMessageRow[]>(
-    `SELECT seq, role, CAST(data AS CHAR) AS data, created_at, input_tokens, output_tokens, storage_note
-       FROM messages WHERE conversation_id = ? ORDER BY seq`,
+    `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq`,
     [conversationId],
+  );
+}
+
+/** Up to `limit` rows after `afterSeq`, in order: a long conversation read a batch at a time. */
+export async function rowsAfter(
+  conversationId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<StoredMessageRow[]> {
+  return query<StoredMessageRow[]>(
+    `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    [conversationId, afterSeq, limit],
   );
 }
 
