@@ -23,6 +23,7 @@ import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { checkQuestion } from './terminal/question-limit.ts';
 import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"', io)}
@@ -142,4 +143,5 @@ function report(
   return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -33,6 +33,7 @@ import { MAX_QUESTION_CHARS, tooLong } from './terminal/question-limit.ts';
 import { notesBudget } from './notes/recall-notes.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
 import { maxToolCallsPerReply, withCallLimits, type CallLimits } from './question/call-limits.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
@@ -232,4 +233,5 @@ async function ask(
   }
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -12,6 +12,7 @@ import { printableJson } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { exportCustomer } from './privacy/customer-data.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '--customer=<email>', io)}
@@ -31,4 +32,5 @@ export async function main(io: ScriptIo): Promise<void> {
   io.log(printableJson(await exportCustomer(logDir(io.env), customer), 2));
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

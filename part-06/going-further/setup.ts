@@ -13,6 +13,7 @@ import { planReset, resetDatabase } from '../setup-database.ts';
 import { leasedConversations, takeLeases } from './question/lease.ts';
 import { deleteTraces } from './privacy/trace-files.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--yes]', io)}
@@ -56,4 +57,5 @@ export async function main(io: ScriptIo): Promise<number | void> {
   if (traces) io.log(`Deleted ${traces} trace file${traces === 1 ? '' : 's'}.`);
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

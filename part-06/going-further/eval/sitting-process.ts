@@ -7,6 +7,7 @@ import { memoryBudget } from '../../context.ts';
 import { notesBudget } from '../notes/recall-notes.ts';
 import { maxToolCallsPerReply } from '../question/call-limits.ts';
 import { runSitting, type SittingInput } from './sitting.ts';
+import { openClusterDatabase } from '../store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '< sitting.json', io)}
@@ -37,4 +38,5 @@ export async function main(io: ScriptIo): Promise<void> {
   }
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

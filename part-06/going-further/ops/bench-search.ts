@@ -10,7 +10,6 @@ import {
 } from '../../../shared/cli.ts';
 import {
   connectionOptions,
-  Database,
   databaseSettings,
   explainDatabaseError,
   withDatabase,
@@ -21,6 +20,11 @@ import { printable } from '../../../shared/text.ts';
 import type { StoredMessage } from '../../memory.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { indexMessages, searchPastConversations } from '../notes/past-conversations.ts';
+import {
+  ClusterDatabase,
+  clusterSettings,
+  openClusterDatabase,
+} from '../store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--runs=N]', io)}
@@ -51,7 +55,7 @@ export async function main(io: ScriptIo): Promise<void> {
   const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
     throw explainDatabaseError(error);
   });
-  const scratch = new Database({ ...databaseSettings(), database });
+  const scratch = new ClusterDatabase({ ...clusterSettings(io.env), database });
   const dropAndLeave = async () => {
     await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});
@@ -147,4 +151,5 @@ function message(n: number): StoredMessage {
       };
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });
