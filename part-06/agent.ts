@@ -1,6 +1,7 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
-import { saveFailure } from '../shared/db.ts';
+import { CommitUnknown, scriptTypedAt } from '../shared/db.ts';
+import { besideCommand } from '../shared/hints.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -153,8 +154,7 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         trace.event('save_failed', { step, message });
-        // A COMMIT whose answer never came may have been saved: "not saved" would be a guess.
-        saveError = saveFailure(error, conversation.id);
+        saveError = saveFailure(error, message, conversation.id);
       }
     },
     // The model answered: stored with its own message (provider_raw) and the tokens the call cost.
@@ -190,6 +190,13 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
     },
   };
   return turn;
+}
+
+/** "Not saved", unless a COMMIT's answer never came: then it may have been ("not saved" would be a guess), and the viewer shows. */
+function saveFailure(error: unknown, message: string, conversationId: string): string {
+  if (!(error instanceof CommitUnknown)) return `Not saved: ${message}`;
+  const viewer = besideCommand('show-conversation.ts', conversationId, scriptTypedAt());
+  return viewer ? `${message} See what was saved with ${viewer}.` : message;
 }
 
 function fallback(answer: string): StoredMessage {

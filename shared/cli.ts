@@ -176,24 +176,47 @@ export function startedDirectly(moduleUrl: string): boolean {
 type Main = (io: ScriptIo) => Promise<number | void>;
 type Usage = string | ((io: ScriptIo) => string);
 
+export interface RunMainOptions {
+  /**
+   * How the script opens its database, from its settings: by default the one server DB_HOST and
+   * DB_PORT name (the full Nimbus opens a cluster's, going-further/store/cluster-database.ts). A script
+   * that passes one exports it too, so a test running it in-process opens the same.
+   */
+  openDatabase?: (io: ScriptIo) => Database;
+}
+
+/** The database of a chapter's script: the server its own DB_* settings name, read when first needed. */
+function openPlainDatabase(io: ScriptIo): Database {
+  return new Database(() => dbSettings(io.env), io);
+}
+
 /**
  * Runs an entry script's main function. Known failures become one sentence on stderr and an exit code
  * (2 for usage, 1 otherwise); the database pool is closed so the process can end.
  */
-export async function runMain(main: Main, usage: Usage): Promise<void> {
+export async function runMain(
+  main: Main,
+  usage: Usage,
+  options: RunMainOptions = {},
+): Promise<void> {
   // A reader that leaves early (`| head`) closes the pipe: stop writing to it, quietly, instead of crashing.
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code !== 'EPIPE') throw error;
     });
   }
-  process.exitCode = await runWith(main, usage, processIo());
+  process.exitCode = await runWith(main, usage, processIo(), options);
 }
 
 /** Runs main with these streams and settings, and returns its exit code: runMain's work, callable in-process. */
-export async function runWith(main: Main, usage: Usage, io: ScriptIo): Promise<number> {
-  // The database this script uses is the one its own settings name, read when first needed.
-  const database = new Database(() => dbSettings(io.env), io);
+export async function runWith(
+  main: Main,
+  usage: Usage,
+  io: ScriptIo,
+  { openDatabase = openPlainDatabase }: RunMainOptions = {},
+): Promise<number> {
+  // The database this script uses is the one its own settings name.
+  const database = openDatabase(io);
   try {
     return (await withDatabase(database, () => main(io))) ?? 0;
   } catch (error) {

@@ -171,26 +171,16 @@ function optionalUrl(name: string, env: Env): string | undefined {
   return value;
 }
 
-export interface DbServer {
-  host: string;
-  port: number;
-}
-
 export interface DbSettings {
-  /** Where the first server to try is: messages name it. */
+  /** Where the server is (DB_HOST, DB_PORT). */
   host: string;
   port: number;
-  /**
-   * Every server to use, the preferred one first: DB_HOSTS for a cluster (host:port,host:port,…), else
-   * DB_HOST and DB_PORT. A server that does not answer is skipped for the next.
-   */
-  servers: DbServer[];
   user: string;
   password: string;
   database: string;
   /** The longest any one statement, transaction or wait for the server may take (DB_TIMEOUT_SECONDS). */
   timeoutMs: number;
-  /** Connections this process opens to each server at most (DB_POOL_SIZE). */
+  /** Connections this process opens to the server at most (DB_POOL_SIZE). */
   poolSize: number;
 }
 
@@ -208,34 +198,18 @@ export function dbSettings(env: Env): DbSettings {
       `DB_NAME may only contain letters, digits and underscores (it is ${quoted(database)}). Fix it in .env.`,
     );
   }
-  const hosts = read('DB_HOSTS', env);
-  const servers = hosts ? serverList(hosts) : [{ host: read('DB_HOST', env) ?? '127.0.0.1', port }];
   return {
-    ...servers[0],
-    servers,
+    host: read('DB_HOST', env) ?? '127.0.0.1',
+    port,
     user: read('DB_USER', env) ?? 'root',
     // A password may legitimately be spaces, so it is not trimmed.
     password: env.DB_PASSWORD ?? '',
     database,
     // A frozen server or a dead network fails after this long instead of hanging (15 s by default).
     timeoutMs: integerSetting('DB_TIMEOUT_SECONDS', 15, 1, { max: 3600, env }) * 1000,
-    // Every process opens up to this many per server: together they must stay under max_connections.
+    // Every process opens up to this many: together they must stay under max_connections.
     poolSize: integerSetting('DB_POOL_SIZE', 8, 1, { max: 10_000, env }),
   };
-}
-
-/** DB_HOSTS: "host:port,host:port,…", e.g. the nodes of a Galera cluster, the preferred one first. */
-function serverList(value: string): DbServer[] {
-  return value.split(',').map((entry) => {
-    const match = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(entry.trim());
-    const port = Number(match?.[2]);
-    if (!match || port < 1 || port > 65535) {
-      throw new ConfigError(
-        `DB_HOSTS must list servers as host:port separated by commas, e.g. 127.0.0.1:3306,127.0.0.1:3307 (it is ${quoted(value)}). Fix it in .env.`,
-      );
-    }
-    return { host: match[1], port };
-  });
 }
 
 /** Where traces are written: logs/ at the repo root unless LOG_DIR says otherwise. */

@@ -10,11 +10,9 @@ export class DatabaseError extends Error {
 
 /**
  * Whether a failed statement (or transaction) certainly did nothing, so running it again is safe:
- * - a deadlock, or on a cluster a certification conflict with another node (1213): rolled back;
- * - a cluster node that is not ready (1047): it refused the statement;
+ * - a deadlock (1213): rolled back;
  * - a lock wait that timed out (1205): the statement was rolled back, and a transaction is rolled
  *   back whole before it is tried again;
- * - on a Galera cluster with streaming replication, a fragment the cluster refused: rolled back;
  * - a connection found closed before the statement was sent;
  * - with `readOnly` (a read, or a transaction that never reached COMMIT), a connection lost midway.
  * A timeout is not among them: the server may still be working, and waiting again would double the wait.
@@ -26,82 +24,85 @@ export function isRetryable(error: unknown, { readOnly }: { readOnly: boolean })
     fatal?: boolean;
     message?: string;
   };
-  if (errno === 1213 || errno === 1047 || errno === 1205 || fragmentRefused(message)) return true;
+  if (errno === 1213 || errno === 1205) return true;
   if (!fatal || code === 'PROTOCOL_SEQUENCE_TIMEOUT') return false;
   return readOnly || /closed state/.test(message ?? '');
 }
 
-/** Galera's refusal of a streaming replication fragment (as ER_UNKNOWN_ERROR): the transaction was rolled back. */
-function fragmentRefused(message: string | undefined): boolean {
-  return /^Error while appending streaming replication fragment/.test(message ?? '');
+/** What a message says about the database in use: its settings, where the script was typed, and where its server is. */
+export interface DatabaseInUse {
+  settings: DbSettings;
+  /** Where the running script was typed, so the setup a message names works there. */
+  typedAt?: TypedAt;
+  where: Where;
+}
+
+/** How messages name the server, and the settings that say where it is. */
+export interface Where {
+  /** "MySQL at 127.0.0.1:3306" */
+  server: string;
+  /** "DB_HOST and DB_PORT" */
+  settings: string;
 }
 
 /** The server did not answer within DB_TIMEOUT_SECONDS; `what` says what that means here. */
-export function notAnswered(what: string, settings: DbSettings): DatabaseError {
+export function notAnswered(what: string, { settings, where }: DatabaseInUse): DatabaseError {
   return new DatabaseError(
-    `${where(settings)} did not answer within ${settings.timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
+    `${capitalized(where.server)} did not answer within ${settings.timeoutMs / 1000} s (DB_TIMEOUT_SECONDS), ${what}.`,
   );
 }
 
-/** "MySQL at host:port", or for a cluster "The MySQL cluster in DB_HOSTS". */
-function where({ host, port, servers }: DbSettings): string {
-  return servers.length > 1 ? 'The MySQL cluster in DB_HOSTS' : `MySQL at ${host}:${port}`;
-}
-
-/** The settings that say where the server is. */
-function whereSettings(settings: DbSettings): string {
-  return settings.servers.length > 1 ? 'DB_HOSTS' : 'DB_HOST and DB_PORT';
+/** A server's name at the start of a sentence. */
+export function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /**
  * Turns the driver's errors into one sentence naming what to check. Other errors (a bad query is a
  * bug) are passed through unchanged.
  */
-export function explainDatabaseError(
-  error: unknown,
-  settings: DbSettings,
-  typedAt?: TypedAt,
-): unknown {
+export function explainDatabaseError(error: unknown, database: DatabaseInUse): unknown {
   if (!(error instanceof Error) || error instanceof DatabaseError) return error;
-  const explained = explain(error, settings, typedAt);
+  const explained = explain(error, database);
   // The driver's own error stays attached, for whoever needs its code (a setup that may try again).
   if (explained instanceof DatabaseError) explained.cause ??= error;
   return explained;
 }
 
-/** `typedAt`: where the running script was typed, so the setup it names works there. */
-function explain(error: Error, settings: DbSettings, typedAt?: TypedAt): unknown {
+function explain(error: Error, database: DatabaseInUse): unknown {
   const { code, errno, fatal, sqlState } = error as {
     code?: string;
     errno?: number;
     fatal?: boolean;
     sqlState?: string;
   };
-  const { user, database } = settings;
-  const at = where(settings);
+  const { settings, typedAt, where } = database;
+  const { user } = settings;
+  const at = where.server;
+  const At = capitalized(at);
   switch (code) {
     case 'ETIMEDOUT':
       // The connection never completed: nothing listening on a dropped network, or a server that
       // accepts connections but is frozen. "Start the server" would mislead in the second case.
       return new DatabaseError(
-        `${at} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and ${whereSettings(settings)} in .env.`,
+        `${At} did not answer when connecting (ETIMEDOUT): it is out of reach, overloaded or frozen. Check the server, and ${where.settings} in .env.`,
       );
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
       return new DatabaseError(
-        `Cannot reach ${at} (${code}). Start the database server (none yet? the Requirements in README.md at the repository root start one in one line), or check ${whereSettings(settings)} in .env.`,
+        `Cannot reach ${at} (${code}). Start the database server (none yet? the Requirements in README.md at the repository root start one in one line), or check ${where.settings} in .env.`,
       );
     case 'ER_ACCESS_DENIED_ERROR':
     case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR': // MariaDB's answer for an unknown user
     case 'ER_DBACCESS_DENIED_ERROR':
       return new DatabaseError(
-        `${at} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`,
+        `${At} refused user "${user}". Check DB_USER and DB_PASSWORD in .env.`,
       );
     case 'ER_BAD_DB_ERROR':
       return new DatabaseError(
-        `Database "${database}" does not exist on ${at}. Run: ${setupCommand(typedAt)}`,
+        `Database "${settings.database}" does not exist on ${at}. Run: ${setupCommand(typedAt)}`,
       );
     // The tables are not the ones Nimbus created (dropped, renamed or changed by hand, or another
     // part's): setup creates them again, after saying what it would delete.
@@ -109,31 +110,23 @@ function explain(error: Error, settings: DbSettings, typedAt?: TypedAt): unknown
     case 'ER_BAD_FIELD_ERROR':
     case 'ER_SP_DOES_NOT_EXIST':
       return new DatabaseError(
-        `${missing(code, error.message)} is missing from database "${database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand(typedAt)} to set it up again (it says what it would delete, and asks first).`,
+        `${missing(code, error.message)} is missing from database "${settings.database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand(typedAt)} to set it up again (it says what it would delete, and asks first).`,
       );
     case 'ER_LOCK_WAIT_TIMEOUT':
       return new DatabaseError(
-        `${at} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT), so nothing of this was written. Try again in a moment.`,
+        `${At} was busy: another session held a lock for more than 5 s (ER_LOCK_WAIT_TIMEOUT), so nothing of this was written. Try again in a moment.`,
       );
     case 'ER_LOCK_DEADLOCK':
       return new DatabaseError(
-        `${at} kept refusing a change because another one (on a cluster, from another node) changed the same rows at the same moment; nothing of it was written. Try again.`,
+        `${At} kept refusing a change because another one changed the same rows at the same moment; nothing of it was written. Try again.`,
       );
     case 'PROTOCOL_SEQUENCE_TIMEOUT':
-      return notAnswered('so the statement was given up', settings);
+      return notAnswered('so the statement was given up', database);
     case 'ER_NET_PACKET_TOO_LARGE':
       return new DatabaseError(
-        `${at} refused a statement larger than its max_allowed_packet, so it did nothing. Raise max_allowed_packet on the server.`,
+        `${At} refused a statement larger than its max_allowed_packet, so it did nothing. Raise max_allowed_packet on the server.`,
       );
   }
-  if (fragmentRefused(error.message))
-    return new DatabaseError(
-      `${at} kept refusing a change while replicating it to the cluster's other nodes; nothing of it was written. Try again.`,
-    );
-  if (errno === 1047)
-    return new DatabaseError(
-      `${at} is not ready to answer (1047: a cluster node that is not in the cluster's primary component). Check the cluster.`,
-    );
   // The server was there and the connection broke (a restart, a KILL, a network blip): not "start it".
   if (fatal)
     return new DatabaseError(
@@ -144,7 +137,7 @@ function explain(error: Error, settings: DbSettings, typedAt?: TypedAt): unknown
   if (sqlState !== undefined && code !== undefined)
     return Object.assign(
       new DatabaseError(
-        `${at} refused a statement (${code}), so it did nothing. No setting changes that: if it happens again, report the code.`,
+        `${At} refused a statement (${code}), so it did nothing. No setting changes that: if it happens again, report the code.`,
       ),
       {
         code,

@@ -62,14 +62,17 @@ export function usageLines(
  * its own, and going further too), or the root's `npm run setup` for a script without one.
  */
 export function setupCommand(typedAt: TypedAt = thisProcess()): string {
-  const setup = besideScript('setup.ts', typedAt);
-  return setup ? commandFor(setup, '', typedAt) : 'npm run setup';
+  return besideCommand('setup.ts', '', typedAt) ?? 'npm run setup';
 }
 
-/** A file of that name in the running script's folder, if there is one: its part's own. */
-export function besideScript(name: string, typedAt: TypedAt = thisProcess()): string | undefined {
-  const file = typedAt.entry && path.join(path.dirname(typedAt.entry), name);
-  return file && existsSync(file) ? file : undefined;
+/** The command that runs `name`, a script beside the running one (its part's own), with `args`; none when there is no such script. */
+export function besideCommand(
+  name: string,
+  args = '',
+  typedAt: TypedAt = thisProcess(),
+): string | undefined {
+  const script = typedAt.entry && path.join(path.dirname(typedAt.entry), name);
+  return script && existsSync(script) ? commandFor(script, args, typedAt) : undefined;
 }
 
 /** A file's path as the learner can use it where they typed the command; outside the repository, in full. */

@@ -19,6 +19,7 @@ import { Nimbus, nimbusSettings, whatHappened, type Asked } from './nimbus.ts';
 import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { checkQuestion } from './question/question-limit.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--quiet] [--customer=<email>] [--conversation=<id>] "your question"', io)}
@@ -130,4 +131,5 @@ function report(io: ScriptIo, asked: Asked, as: string, uncounted: boolean): num
   return result.outcome === 'api_error' || result.outcome === 'refused' || result.saveError ? 1 : 0;
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -22,6 +22,7 @@ import { LineInput, LongLine } from './terminal/line-input.ts';
 import { refuseOptionsNpmKept } from './terminal/npm-options.ts';
 import { MAX_QUESTION_CHARS, tooLong } from './question/question-limit.ts';
 import { runBudget, RunSpending } from './terminal/run-budget.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
@@ -161,4 +162,5 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
   }
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

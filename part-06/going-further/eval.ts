@@ -23,7 +23,7 @@ import {
   llmSettings,
   makeFolders,
 } from '../../shared/config.ts';
-import { connectToServer, databaseSettings } from '../../shared/db.ts';
+import { connectToServer } from '../../shared/db.ts';
 import { commandFor, displayPath, learnerDir } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { spawnSittings } from './eval/spawn-sitting.ts';
@@ -32,6 +32,7 @@ import { failures, summarize, table, totals, type Prices } from './eval/report.t
 import { parseScenarios, selectScenarios, type Scenario } from './eval/scenario-file.ts';
 import { TOOL_NAMES } from './eval/sitting.ts';
 import { runTrial, ScratchDatabases, type SittingRunner, type TrialRecord } from './eval/trial.ts';
+import { clusterSettings, openClusterDatabase } from './store/cluster-database.ts';
 
 const BUILT_IN = fileURLToPath(new URL('./eval/scenarios.json', import.meta.url));
 /** Ctrl-C, a kill, or the terminal closed: each drops the scratch database before leaving. */
@@ -173,7 +174,7 @@ async function runTrials(
   const trials: TrialRecord[] = [];
   try {
     // The sample store, its help-center index included, built once: every trial starts from a copy.
-    await databases.createTemplate(llm, databaseSettings());
+    await databases.createTemplate(llm, clusterSettings(io.env));
     for (const scenario of runs) {
       for (let trial = 1; trial <= k; trial++) {
         progress.update(trials.length, scenario.id, trial, k);
@@ -234,4 +235,5 @@ function priceSettings(env: Env): Prices | undefined {
   return input === undefined || output === undefined ? undefined : { input, output };
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

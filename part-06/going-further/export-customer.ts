@@ -11,6 +11,7 @@ import { commandFor } from '../../shared/hints.ts';
 import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { exportCustomer } from './privacy/customer-data.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '--customer=<email>', io)}
@@ -35,4 +36,5 @@ export async function main(io: ScriptIo): Promise<void> {
   await exportCustomer(logDir(io.env), customer, write);
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

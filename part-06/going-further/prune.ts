@@ -11,6 +11,7 @@ import { commandFor, displayPath } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { planPrune, prune } from './privacy/delete-conversations.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '--days=<N> [--dry-run]', io)}
@@ -67,4 +68,5 @@ function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

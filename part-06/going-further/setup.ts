@@ -14,6 +14,7 @@ import { dropTables, planReset, withSetupConnection } from '../setup-database.ts
 import { deleteTraces } from './privacy/trace-files.ts';
 import { leasedConversations, takeLeases } from './question/lease.ts';
 import { dropProductTables, ensureFullDatabase, PRODUCT_TABLES } from './store/ensure-tables.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--yes]', io)}
@@ -82,4 +83,5 @@ async function productRows(database: string): Promise<string[]> {
   return losses;
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -21,6 +21,7 @@ import { exportConversation } from './privacy/customer-data.ts';
 import { recallView } from './notes/notes-view.ts';
 import { notesBudget, recallNotes } from './notes/recall-notes.ts';
 import { readHistory, shownMessages } from './store/read-history.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `${usageLines(
@@ -111,4 +112,5 @@ async function listRecent(io: ScriptIo): Promise<void> {
   io.log(listView(conversations).join('\n'));
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -11,6 +11,7 @@ import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { allNotes } from './notes/notes-queries.ts';
 import { notesView } from './notes/notes-view.ts';
+import { openClusterDatabase } from './store/cluster-database.ts';
 
 const VIEWER = new URL('./show-conversation.ts', import.meta.url);
 export function usage(io: ScriptIo): string {
@@ -31,4 +32,5 @@ export async function main(io: ScriptIo): Promise<number | void> {
   io.log(notesView(customer, await allNotes(customer.id)).join('\n'));
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

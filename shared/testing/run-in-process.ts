@@ -3,12 +3,12 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { runWith, scriptIo, type ScriptIo } from '../cli.ts';
+import { runWith, scriptIo, type RunMainOptions, type ScriptIo } from '../cli.ts';
 import { ROOT_DIR } from '../config.ts';
 import type { RunOptions, ScriptResult } from './run-script.ts';
 
 /** What an entry script exports to be run in-process (its last line runs it when it is the process's entry). */
-interface Entry {
+interface Entry extends RunMainOptions {
   main: (io: ScriptIo) => Promise<number | void>;
   usage: string | ((io: ScriptIo) => string);
 }
@@ -64,7 +64,7 @@ async function runNow(
     stderr: stderr.stream,
     signals: options.signals ?? new EventEmitter(),
   });
-  const code = await runWith(entry.main, entry.usage, io);
+  const code = await runWith(entry.main, entry.usage, io, { openDatabase: entry.openDatabase });
   return {
     code,
     signal: null,

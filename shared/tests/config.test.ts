@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, dbSettings, ensureLogDir, llmSettings } from '../config.ts';
 
 beforeEach(() => {
@@ -108,36 +108,6 @@ describe('dbSettings', () => {
     }
     delete process.env.DB_POOL_SIZE;
   });
-});
-
-describe('DB_HOSTS', () => {
-  beforeEach(() => {
-    process.env.DB_NAME = 'nimbus';
-    process.env.DB_PORT = '3306';
-  });
-  afterEach(() => {
-    delete process.env.DB_HOSTS;
-  });
-
-  it('lists the servers of a cluster, the first preferred, in place of DB_HOST and DB_PORT', () => {
-    process.env.DB_HOSTS = '10.0.0.1:3306, db-2.example:3307';
-    const settings = dbSettings(process.env);
-    expect(settings.servers).toEqual([
-      { host: '10.0.0.1', port: 3306 },
-      { host: 'db-2.example', port: 3307 },
-    ]);
-    expect([settings.host, settings.port]).toEqual(['10.0.0.1', 3306]);
-  });
-
-  it.each(['10.0.0.1', '10.0.0.1:0', 'a:3306,,b:3306', 'a:3306;b:3307'])(
-    'refuses %s in one sentence naming DB_HOSTS',
-    (value) => {
-      process.env.DB_HOSTS = value;
-      expect(configError(() => dbSettings(process.env)).message).toMatch(
-        /^DB_HOSTS must list servers as host:port/,
-      );
-    },
-  );
 });
 
 describe('a value quoted back in an error', () => {

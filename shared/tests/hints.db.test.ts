@@ -196,7 +196,7 @@ describe('output read by a program that stops early (| head)', () => {
 
 /** Every script a learner runs: the files that start their work with runMain. */
 const RUNS_MAIN =
-  /^(await runMain\(|if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$)/m;
+  /^(await runMain\(|if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage(, \{ openDatabase \})?\);$)/m;
 const SCRIPTS = [
   'part-01',
   'part-02',
@@ -230,7 +230,7 @@ describe('every script', () => {
   // The behaviour lives in shared/cli.ts (parseFlags and runMain); each script only has to use it.
   it.each(sources)(
     '%s parses its flags with parseFlags and runs under runMain with a usage written for where it is run',
-    (_, source) => {
+    (script, source) => {
       expect(source).toMatch(/parseFlags\(/);
       expect(source).not.toMatch(/values\.help|help: \{ type/);
       // Every script is main(io): it reads its arguments from io, and writes its usage for where it was typed.
@@ -240,9 +240,13 @@ describe('every script', () => {
       expect(source).toMatch(
         /^export function usage\(io: ScriptIo\): string \{\n {2}return `(Usage: \$\{commandFor|\$\{usageLines)\(\s*import\.meta\.url/m,
       );
-      expect(source).toMatch(
-        /^if \(startedDirectly\(import\.meta\.url\)\) await runMain\(main, usage\);$/m,
-      );
+      // The full Nimbus's scripts open its database (DB_HOSTS, a cluster's nodes); the chapters' the plain one.
+      const runs = script.startsWith('part-06/going-further/')
+        ? 'runMain(main, usage, { openDatabase })'
+        : 'runMain(main, usage)';
+      expect(source).toContain(`\nif (startedDirectly(import.meta.url)) await ${runs};\n`);
+      if (runs.includes('openDatabase'))
+        expect(source).toContain('\nexport const openDatabase = openClusterDatabase;\n');
     },
   );
 

@@ -5,6 +5,7 @@ import { parseFlags, runMain, type ScriptIo, startedDirectly } from '../../../sh
 import { commandFor } from '../../../shared/hints.ts';
 import { nimbusSettings } from '../nimbus.ts';
 import { runSitting, type SittingInput } from './sitting.ts';
+import { openClusterDatabase } from '../store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--from-eval] < sitting.json', io)}
@@ -51,4 +52,5 @@ async function allOf(lines: readline.Interface): Promise<string> {
   return all.join('\n');
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -2,9 +2,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type mysql from 'mysql2/promise';
-import type { DbSettings, LlmSettings } from '../../../shared/config.ts';
-import { Database, explainDatabaseError, withDatabase } from '../../../shared/db.ts';
+import type { LlmSettings } from '../../../shared/config.ts';
+import { explainDatabaseError, withDatabase } from '../../../shared/db.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
+import { ClusterDatabase, type ClusterSettings } from '../store/cluster-database.ts';
 import type { Usage } from '../../../shared/llm/index.ts';
 import { judge, readStoreFacts } from './judge.ts';
 import type { Scenario } from './scenario-file.ts';
@@ -92,9 +93,9 @@ export class ScratchDatabases {
    * Builds the sample store as `npm run setup` leaves it, its help-center index included when `llm`
    * can embed, in one more of these databases; from then on, each new one starts as a copy of it.
    */
-  async createTemplate(llm: LlmSettings, settings: DbSettings): Promise<void> {
+  async createTemplate(llm: LlmSettings, settings: ClusterSettings): Promise<void> {
     const template = await this.create();
-    const store = new Database({ ...settings, database: template });
+    const store = new ClusterDatabase({ ...settings, database: template });
     await withDatabase(store, () => ensureFullDatabase(() => {}, llm)).finally(() => store.close());
     this.template = template;
   }

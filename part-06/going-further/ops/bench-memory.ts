@@ -10,7 +10,6 @@ import {
 } from '../../../shared/cli.ts';
 import {
   connectionOptions,
-  Database,
   databaseSettings,
   explainDatabaseError,
   withDatabase,
@@ -27,6 +26,11 @@ import {
 } from '../../memory.ts';
 import { hardenedStore } from '../store/hardened-store.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
+import {
+  ClusterDatabase,
+  clusterSettings,
+  openClusterDatabase,
+} from '../store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--json] [--runs=N]', io)}
@@ -62,7 +66,7 @@ export async function main(io: ScriptIo): Promise<void> {
   );
   log(`Working in the scratch database ${database} (dropped at the end).`);
   // Interrupted (Ctrl-C, or the reader of a pipe went away): drop the scratch database before leaving.
-  const scratch = new Database({ ...databaseSettings(), database });
+  const scratch = new ClusterDatabase({ ...clusterSettings(io.env), database });
   const dropAndLeave = async () => {
     await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});
@@ -276,4 +280,5 @@ function printTable(
   });
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

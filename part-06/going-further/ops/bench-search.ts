@@ -10,7 +10,6 @@ import {
 } from '../../../shared/cli.ts';
 import {
   connectionOptions,
-  Database,
   databaseSettings,
   explainDatabaseError,
   withDatabase,
@@ -22,6 +21,11 @@ import type { StoredMessage } from '../../memory.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { searchPastConversations } from '../notes/past-conversations.ts';
 import { indexMessages } from '../store/message-words.ts';
+import {
+  ClusterDatabase,
+  clusterSettings,
+  openClusterDatabase,
+} from '../store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--runs=N]', io)}
@@ -52,7 +56,7 @@ export async function main(io: ScriptIo): Promise<void> {
   const admin = await mysql.createConnection(connectionOptions()).catch((error) => {
     throw explainDatabaseError(error);
   });
-  const scratch = new Database({ ...databaseSettings(), database });
+  const scratch = new ClusterDatabase({ ...clusterSettings(io.env), database });
   const dropAndLeave = async () => {
     await scratch.close();
     await admin.query(`DROP DATABASE IF EXISTS \`${database}\``).catch(() => {});
@@ -148,4 +152,5 @@ function message(n: number): StoredMessage {
       };
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -19,6 +19,7 @@ import {
   stopCluster,
   type Rejoin,
 } from './local-cluster.ts';
+import { openClusterDatabase } from '../store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, 'start|stop|status|restart <node>…', io)}
@@ -130,4 +131,5 @@ async function stop(io: ScriptIo, dir: string): Promise<void> {
   );
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });

@@ -19,8 +19,6 @@ import { logDir as traceDir, type LlmSettings } from '../../../shared/config.ts'
 import {
   closePool,
   connectionOptions,
-  Database,
-  databaseSettings,
   explainDatabaseError,
   withDatabase,
 } from '../../../shared/db.ts';
@@ -33,6 +31,11 @@ import { Nimbus, whatHappened, type Watch } from '../nimbus.ts';
 import { DEFAULT_MAX_TOOL_CALLS } from '../question/call-limits.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
 import { clusterDirectory, freezeNode } from './local-cluster.ts';
+import {
+  ClusterDatabase,
+  clusterSettings,
+  openClusterDatabase,
+} from '../store/cluster-database.ts';
 
 type CallModel = NonNullable<AgentOptions['callModel']>;
 
@@ -115,7 +118,7 @@ export async function main(io: ScriptIo): Promise<void> {
         };
   if (freezing && cutEvery !== undefined)
     throw new UsageError('Give --cut-connections or --freeze-node, not both: one fault at a time.');
-  const settings = databaseSettings();
+  const settings = clusterSettings(io.env);
   const processes = values.spread ? settings.servers.length : 1;
   if (values.spread && processes < 2)
     throw new UsageError('--spread needs several servers in DB_HOSTS.');
@@ -126,7 +129,7 @@ export async function main(io: ScriptIo): Promise<void> {
   // The traces of the run go to a folder of their own, deleted with the database.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-load-'));
   const env = { ...io.env, DB_NAME: database, LOG_DIR: logDir };
-  const scratch = new Database({ ...settings, database });
+  const scratch = new ClusterDatabase({ ...settings, database });
   const results = [];
   try {
     await withDatabase(scratch, () => ensureFullDatabase(() => {}));
@@ -467,4 +470,5 @@ async function storedOnce(database: string, parts: Measured[], killed: number) {
   }
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });
