@@ -24,7 +24,9 @@ export const MIN_BUDGET_CHARS = 1000;
 /** The budget unless MEMORY_MAX_CHARS and MEMORY_RECENT_TURNS in .env say otherwise: read by entry scripts. */
 export function memoryBudget(env: Env): MemoryBudget {
   return {
-    maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_BUDGET.maxChars, MIN_BUDGET_CHARS, { env }),
+    maxChars: integerSetting('MEMORY_MAX_CHARS', DEFAULT_BUDGET.maxChars, MIN_BUDGET_CHARS, {
+      env,
+    }),
     recentTurns: integerSetting('MEMORY_RECENT_TURNS', DEFAULT_BUDGET.recentTurns, 1, { env }),
   };
 }

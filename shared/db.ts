@@ -60,14 +60,16 @@ export function scriptTypedAt(): TypedAt | undefined {
 }
 
 /**
- * Points code that runs outside any script at a database: how a test moves between its scratch
- * databases. The pool of the one before is closed. Returns its settings, to go back to.
+ * Points code that runs outside any script at a database (its settings, or a Database to use as it
+ * is): how a test moves between its scratch databases. The pool of the one before is closed. Returns
+ * its settings, to go back to.
  */
 export async function useDatabase(
-  settings: DbSettings | (() => DbSettings) | undefined,
+  settings: DbSettings | (() => DbSettings) | Database | undefined,
 ): Promise<(() => DbSettings) | undefined> {
   const previous = outside;
-  outside = settings && new Database(settings); // at once: code running meanwhile uses the new one
+  // At once: code running meanwhile uses the new one. A Database of its own kind (the full Nimbus's) as it is.
+  outside = settings instanceof Database ? settings : settings && new Database(settings);
   await previous?.close();
   return previous && (() => previous.settings);
 }

@@ -1,4 +1,5 @@
-// The full Nimbus's database: one server, or the nodes of a cluster (DB_HOSTS), with failover, reads that see the cluster's last writes, and the retries writers on several nodes need.
+// The full Nimbus's database: one server, or the nodes of a cluster (DB_HOSTS), with failover, reads that see the cluster's last writes, the retries writers on several nodes need, and every write of a question behind its fence.
+import type { PoolConnection } from 'mysql2/promise';
 import type { ScriptIo } from '../../../shared/cli.ts';
 import { ConfigError, dbSettings, type DbSettings, type Env } from '../../../shared/config.ts';
 import {
@@ -12,6 +13,7 @@ import {
 } from '../../../shared/db.ts';
 import { capitalized, type Where } from '../../../shared/db-errors.ts';
 import { printable } from '../../../shared/text.ts';
+import { checkFence, currentFence } from './fence.ts';
 
 export interface ClusterSettings extends DbSettings {
   /**
@@ -77,6 +79,26 @@ export class ClusterDatabase extends Database<ClusterSettings> {
 
   get #several(): boolean {
     return this.settings.servers.length > 1;
+  }
+
+  /**
+   * Every transaction of a question first checks its lease (store/fence.ts), so nothing it writes lands
+   * once an erasure, a reset or another question took the conversation; a statement that writes outside
+   * a transaction becomes one. Every write a question causes (its saves, its tools', the chapter's
+   * ticket too) comes through here: no tool can forget the check.
+   */
+  override transaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
+    const fence = currentFence();
+    if (!fence) return super.transaction(fn);
+    return super.transaction(async (connection) => {
+      await checkFence(fence, connection);
+      return fn(connection);
+    });
+  }
+
+  override query<T>(sql: string, params: unknown[]): Promise<T> {
+    if (!currentFence() || /^\s*SELECT\b/i.test(sql)) return super.query(sql, params);
+    return this.transaction(async (connection) => (await connection.query(sql, params))[0] as T);
   }
 
   override get where(): Where {
