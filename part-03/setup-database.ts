@@ -9,6 +9,7 @@ import {
   databaseSettings,
   explainDatabaseError,
 } from '../shared/db.ts';
+import { plural } from '../shared/text.ts';
 import { splitSqlStatements } from './split-sql.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -89,8 +90,8 @@ export async function planReset(): Promise<ResetPlan> {
     for (const [table, noun, parts] of ROW_NAMES) {
       const rows = await rowsIn(table);
       const partRows = parts ? await rowsIn(parts[0]) : 0;
-      const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
-      if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
+      const inBrackets = parts && partRows ? ` (${plural(partRows, parts[1])})` : '';
+      if (rows || partRows) plan.losses.push(plural(rows, noun) + inBrackets);
     }
     return plan;
   } finally {
@@ -170,8 +171,4 @@ async function seedEmptyTables(db: mysql.Connection, log: (line: string) => void
     if (!seeded.includes(table)) seeded.push(table);
   }
   if (seeded.length) log(`Loaded the sample store into ${seeded.join(', ')} (seed.sql).`);
-}
-
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -12,7 +12,7 @@ import {
 } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { ProviderError } from '../shared/llm/index.ts';
-import { printable } from '../shared/text.ts';
+import { plural, printable } from '../shared/text.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
@@ -144,8 +144,8 @@ export async function planReset(): Promise<ResetPlan> {
     for (const [table, noun, parts] of ROW_NAMES) {
       const rows = await rowsIn(table);
       const partRows = parts ? await rowsIn(parts[0]) : 0;
-      const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
-      if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
+      const inBrackets = parts && partRows ? ` (${plural(partRows, parts[1])})` : '';
+      if (rows || partRows) plan.losses.push(plural(rows, noun) + inBrackets);
     }
     return plan;
   } finally {
@@ -228,8 +228,4 @@ async function seedEmptyTables(db: mysql.Connection, log: (line: string) => void
     if (!seeded.includes(table)) seeded.push(table);
   }
   if (seeded.length) log(`Loaded the sample store into ${seeded.join(', ')} (seed.sql).`);
-}
-
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -1,7 +1,6 @@
 // The agent loop with memory: earlier turns from the store, then ask, run tools, repeat; each completed step is saved.
 import type { LlmSettings } from '../shared/config.ts';
-import { CommitUnknown, scriptTypedAt } from '../shared/db.ts';
-import { besideCommand } from '../shared/hints.ts';
+import { CommitUnknown } from '../shared/db.ts';
 import {
   chatWithTools,
   describeRetry,
@@ -154,7 +153,7 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         trace.event('save_failed', { step, message });
-        saveError = saveFailure(error, message, conversation.id);
+        saveError = error instanceof CommitUnknown ? message : `Not saved: ${message}`;
       }
     },
     // The model answered: stored with its own message (provider_raw) and the tokens the call cost.
@@ -190,13 +189,6 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
     },
   };
   return turn;
-}
-
-/** "Not saved", unless a COMMIT's answer never came: then it may have been ("not saved" would be a guess), and the viewer shows. */
-function saveFailure(error: unknown, message: string, conversationId: string): string {
-  if (!(error instanceof CommitUnknown)) return `Not saved: ${message}`;
-  const viewer = besideCommand('show-conversation.ts', conversationId, scriptTypedAt());
-  return viewer ? `${message} See what was saved with ${viewer}.` : message;
 }
 
 function fallback(answer: string): StoredMessage {

@@ -1,7 +1,7 @@
 // What show-conversation prints, as lines: one conversation turn by turn, and how its next context is built.
 import { dim } from '../shared/cli.ts';
 import type { Message } from '../shared/llm/index.ts';
-import { oneLine, printable, shorten } from '../shared/text.ts';
+import { minute, oneLine, plural, safeLine, shorten, thousands } from '../shared/text.ts';
 import { splitIntoTurns, type Context } from './context.ts';
 import type { ConversationSummary } from './stored-conversations.ts';
 
@@ -14,8 +14,8 @@ export function storedView(conversation: ConversationSummary, messages: Message[
   const { id, customer_name: name, customer_email: email } = conversation;
   const turns = splitIntoTurns(messages);
   return [
-    `Conversation ${id} of ${safe(name)} (${safe(email)}): ${count(messages.length, 'message')} in ` +
-      `${count(turns.length, 'turn')}, started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
+    `Conversation ${id} of ${safeLine(name)} (${safeLine(email)}): ${plural(messages.length, 'message')} in ` +
+      `${plural(turns.length, 'turn')}, started ${minute(conversation.created_at)}, last updated ${minute(conversation.updated_at)}`,
     ...turns.flatMap((turn, i) => [`Turn ${i + 1}`, ...turn.map((m) => `  ${describeMessage(m)}`)]),
     dim(TAG_LEGEND),
   ];
@@ -26,7 +26,7 @@ export function contextView(id: string, context: Context): string[] {
   const { budget } = context;
   const lines = [
     `Context for the next question in conversation ${id}`,
-    `(budget ${n(budget.maxChars)} chars, ${budget.recentTurns === 1 ? 'the newest turn' : `the last ${n(budget.recentTurns)} turns`} full):\n`,
+    `(budget ${thousands(budget.maxChars)} chars, ${budget.recentTurns === 1 ? 'the newest turn' : `the last ${thousands(budget.recentTurns)} turns`} full):\n`,
     '  turn  fate         stored     sent    total  question',
   ];
   let total = 1; // the brackets around the list of turns
@@ -35,8 +35,8 @@ export function contextView(id: string, context: Context): string[] {
     const question =
       turn.turn[0]?.role === 'user' ? turn.turn[0].content : '(before the first question)';
     const line =
-      `  ${String(i + 1).padStart(4)}  ${turn.fate.padEnd(10)} ${n(turn.storedChars).padStart(7)}  ${n(turn.sentChars).padStart(7)}  ` +
-      `${(turn.fate === 'dropped' ? '—' : n(total)).padStart(7)}  ${safe(shorten(oneLine(question), 50))}`;
+      `  ${String(i + 1).padStart(4)}  ${turn.fate.padEnd(10)} ${thousands(turn.storedChars).padStart(7)}  ${thousands(turn.sentChars).padStart(7)}  ` +
+      `${(turn.fate === 'dropped' ? '—' : thousands(total)).padStart(7)}  ${safeLine(shorten(oneLine(question), 50))}`;
     lines.push(turn.fate === 'dropped' ? dim(line) : line);
   });
   const filled = Math.round(Math.min(1, context.chars / budget.maxChars) * 24);
@@ -44,7 +44,7 @@ export function contextView(id: string, context: Context): string[] {
     (fate) => `${context.turns.filter((t) => t.fate === fate).length} ${fate}`,
   );
   lines.push(
-    `\nBudget: [${'#'.repeat(filled)}${'.'.repeat(24 - filled)}] ${n(context.chars)} of ${n(budget.maxChars)} chars` +
+    `\nBudget: [${'#'.repeat(filled)}${'.'.repeat(24 - filled)}] ${thousands(context.chars)} of ${thousands(budget.maxChars)} chars` +
       ` (${Math.round((context.chars / budget.maxChars) * 100)}%) — ${fates.join(', ')}`,
     dim(
       "Sizes: each turn's JSON and its comma; the list's brackets add one. The newest turn is always kept.",
@@ -60,31 +60,14 @@ export function contextView(id: string, context: Context): string[] {
 /** One line per message: `user: …`, `assistant: (requested tools) …`, `tool: name → {json}`, made safe for a terminal. */
 export function describeMessage(message: Message): string {
   if (message.role === 'tool')
-    return `tool: ${safe(message.name)} → ${safe(shorten(message.content, 120))}`;
-  if (message.role !== 'assistant') return `${message.role}: ${safe(message.content)}`;
+    return `tool: ${safeLine(message.name)} → ${safeLine(shorten(message.content, 120))}`;
+  if (message.role !== 'assistant') return `${message.role}: ${safeLine(message.content)}`;
   const by = message.provider_raw ? ` [${message.provider_raw.provider}]` : '';
   const calls = message.tool_calls
     ?.map((call) => `${call.name}(${JSON.stringify(call.arguments)})`)
     .join(', ');
   const text = message.content ? ` ${message.content}` : '';
   return calls
-    ? `assistant${by}: (requested tools) ${safe(calls + text)}`
-    : `assistant${by}:${safe(text)}`;
-}
-
-/** Text from a customer, a model or a stored row, on one line, with nothing a terminal would obey or hide. */
-export function safe(text: string): string {
-  return printable(oneLine(text), { singleLine: true });
-}
-
-export function n(value: number): string {
-  return value.toLocaleString('en-US');
-}
-
-export function count(value: number, noun: string): string {
-  return `${n(value)} ${noun}${value === 1 ? '' : 's'}`;
-}
-
-export function when(date: Date): string {
-  return date.toISOString().slice(0, 16).replace('T', ' ');
+    ? `assistant${by}: (requested tools) ${safeLine(calls + text)}`
+    : `assistant${by}:${safeLine(text)}`;
 }

@@ -12,7 +12,7 @@ import {
 } from '../shared/db.ts';
 import { commandFor } from '../shared/hints.ts';
 import { ProviderError } from '../shared/llm/index.ts';
-import { printable } from '../shared/text.ts';
+import { plural, printable } from '../shared/text.ts';
 import { buildIndex } from './embedding-index.ts';
 import { describeIngest, ingestArticles } from './ingest-articles.ts';
 import { splitSqlStatements } from './split-sql.ts';
@@ -125,8 +125,6 @@ export interface ResetPlan {
   losses: string[];
   /** The conversations' ids: setup.ts deletes their trace files too. */
   conversations: string[];
-  /** Tables this part does not know that point at its own: a reset would leave their rows behind. */
-  others: string[];
 }
 
 /** What resetDatabase would delete, counted before anything is touched. */
@@ -134,7 +132,7 @@ export async function planReset(): Promise<ResetPlan> {
   const { database } = databaseSettings();
   const db = await connectToServer();
   try {
-    const plan: ResetPlan = { database, losses: [], conversations: [], others: [] };
+    const plan: ResetPlan = { database, losses: [], conversations: [] };
     const [schemas] = await db.query<mysql.RowDataPacket[]>(
       'SELECT 1 FROM information_schema.schemata WHERE schema_name = ?',
       [database],
@@ -151,10 +149,12 @@ export async function planReset(): Promise<ResetPlan> {
     for (const [table, noun, parts] of ROW_NAMES) {
       const rows = await rowsIn(table);
       const partRows = parts ? await rowsIn(parts[0]) : 0;
-      const inBrackets = parts && partRows ? ` (${count(partRows, parts[1])})` : '';
-      if (rows || partRows) plan.losses.push(count(rows, noun) + inBrackets);
+      const inBrackets = parts && partRows ? ` (${plural(partRows, parts[1])})` : '';
+      if (rows || partRows) plan.losses.push(plural(rows, noun) + inBrackets);
     }
-    plan.others = await tablesPointingAtOurs(db, database);
+    // Tables of others (the full Nimbus's) hold copies of what goes: the whole database goes.
+    for (const table of await otherTables(db, database))
+      plan.losses.push(`${plural(await rowsIn(table), 'row')} of ${table}`);
     if (!missing.includes('conversations')) {
       const [rows] = await db.query<mysql.RowDataPacket[]>(
         `SELECT id FROM \`${database}\`.conversations`,
@@ -167,27 +167,19 @@ export async function planReset(): Promise<ResetPlan> {
   }
 }
 
-/** Drops this part's tables and functions, then creates them again with the sample data. Only setup.ts calls this. */
+/**
+ * Drops the database and creates it again with this part's tables and the sample data: every table
+ * goes, those of others too (going further's hold copies of conversations). Only setup.ts calls this.
+ */
 export async function resetDatabase(
   log: (line: string) => void = console.log,
   llm?: LlmSettings | ConfigError,
 ): Promise<void> {
-  await withSetupConnection((db, database) => dropTables(db, database, log));
+  await withSetupConnection(async (db, database) => {
+    await db.query(`DROP DATABASE \`${database}\``); // checked to be letters, digits and underscores
+    log(`Database "${database}": dropped, with every table in it.`);
+  });
   await ensureDatabase(log, llm);
-}
-
-/** Drops this part's tables and functions, on a setup connection (a reset composed with more, too). */
-export async function dropTables(
-  db: mysql.Connection,
-  database: string,
-  log: (line: string) => void,
-): Promise<void> {
-  // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
-  await db.query('SET FOREIGN_KEY_CHECKS = 0');
-  for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
-  await db.query('SET FOREIGN_KEY_CHECKS = 1');
-  for (const name of FUNCTIONS) await db.query(`DROP FUNCTION IF EXISTS \`${name}\``);
-  log(`Database "${database}": dropped ${TABLES.join(', ')}.`);
 }
 
 /**
@@ -229,12 +221,11 @@ async function missingTables(db: mysql.Connection, database: string): Promise<st
   return TABLES.filter((table) => !existing.has(table));
 }
 
-/** Tables not ours that point at ours (going further's): they hold copies of what a reset deletes. */
-async function tablesPointingAtOurs(db: mysql.Connection, database: string): Promise<string[]> {
+/** The database's tables that are not this part's. */
+async function otherTables(db: mysql.Connection, database: string): Promise<string[]> {
   const [rows] = await db.query<mysql.RowDataPacket[]>(
-    `SELECT DISTINCT table_name AS name FROM information_schema.referential_constraints
-      WHERE constraint_schema = ? AND referenced_table_name IN (?) AND table_name NOT IN (?)`,
-    [database, TABLES, TABLES],
+    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? AND table_name NOT IN (?) ORDER BY 1',
+    [database, TABLES],
   );
   return rows.map((row) => String(row.name));
 }
@@ -260,8 +251,4 @@ async function seedEmptyTables(db: mysql.Connection, log: (line: string) => void
     if (!seeded.includes(table)) seeded.push(table);
   }
   if (seeded.length) log(`Loaded the sample store into ${seeded.join(', ')} (seed.sql).`);
-}
-
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

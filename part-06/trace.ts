@@ -1,10 +1,10 @@
 // Records what the agent did, step by step: JSON lines under logs/ for later, short dim lines for now.
-import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { dim, type ScriptIo } from '../shared/cli.ts';
 import { makeFolders } from '../shared/config.ts';
-import { printable, printableJson, shorten } from '../shared/text.ts';
+import { plural, printable, printableJson, shorten, thousands } from '../shared/text.ts';
 import type { Context, Fate } from './context.ts';
 
 export type TraceEventType =
@@ -90,7 +90,7 @@ export class Trace {
       const fd = openSync(this.file, this.opened ? flags : flags | constants.O_CREAT, 0o600);
       this.opened = true;
       try {
-        appendWhole(fd, lines);
+        writeSync(fd, lines);
       } finally {
         closeSync(fd);
       }
@@ -107,18 +107,6 @@ export class Trace {
   /** One dim line on the terminal. */
   private say(text: string): void {
     this.stderr.write(`${dim(text, this.stderr)}\n`);
-  }
-}
-
-/** Appends whole lines or nothing: what was written before the disk filled up is cut off again. */
-function appendWhole(fd: number, lines: string): void {
-  const size = fstatSync(fd).size;
-  const bytes = Buffer.from(lines);
-  try {
-    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written);
-  } catch (error) {
-    ftruncateSync(fd, size);
-    throw error;
   }
 }
 
@@ -148,18 +136,14 @@ function terminalLine(type: TraceEventType, data: Record<string, unknown>): stri
 }
 
 /** How a question's earlier turns were trimmed, e.g. "9 earlier turns — 2 full, 7 compacted, 0 dropped — 5,912 of 12,000 chars". */
-export function memoryEvent(history: Context) {
-  const count = (fate: Fate) => history.turns.filter((t) => t.fate === fate).length;
-  const full = count('full');
-  const compacted = count('compacted');
-  const dropped = count('dropped');
-  const { chars, turns } = history;
-  const max = history.budget.maxChars;
-  const over = chars > max ? ' (over budget: the newest turn is always kept)' : '';
-  const n = (x: number) => x.toLocaleString('en-US');
-  const sizes = `${full} full, ${compacted} compacted, ${dropped} dropped — ${n(chars)} of ${n(max)} chars${over}`;
-  const earlier = `${turns.length} earlier turn${turns.length === 1 ? '' : 's'}`;
+export function memoryEvent({ turns, chars, budget }: Context) {
+  const count = (fate: Fate) => turns.filter((t) => t.fate === fate).length;
+  const fates = { full: count('full'), compacted: count('compacted'), dropped: count('dropped') };
+  const over = chars > budget.maxChars ? ' (over budget: the newest turn is always kept)' : '';
+  const sizes = `${fates.full} full, ${fates.compacted} compacted, ${fates.dropped} dropped — ${thousands(chars)} of ${thousands(budget.maxChars)} chars${over}`;
   // A first question has nothing before it: said in words, not as the "[]" of an empty list.
-  const summary = turns.length ? `${earlier} — ${sizes}` : 'nothing earlier (a new conversation)';
-  return { full, compacted, dropped, chars, max_chars: max, summary };
+  const summary = turns.length
+    ? `${plural(turns.length, 'earlier turn')} — ${sizes}`
+    : 'nothing earlier (a new conversation)';
+  return { ...fates, chars, max_chars: budget.maxChars, summary };
 }

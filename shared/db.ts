@@ -54,11 +54,6 @@ export function databaseSettings(): DbSettings {
   return current().settings;
 }
 
-/** Where the script using the database in use was typed, if a script handed it down (see hints.ts). */
-export function scriptTypedAt(): TypedAt | undefined {
-  return (handedDown.getStore() ?? outside)?.typedAt;
-}
-
 /**
  * Points code that runs outside any script at a database (its settings, or a Database to use as it
  * is): how a test moves between its scratch databases. The pool of the one before is closed. Returns

@@ -85,3 +85,23 @@ function hex(code: number, digits: number): string {
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
+
+/** A number as people read it: 12,000. */
+export function thousands(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+/** "1 turn", "3 turns", "12,000 messages": a count and its noun. */
+export function plural(value: number, noun: string): string {
+  return `${thousands(value)} ${noun}${value === 1 ? '' : 's'}`;
+}
+
+/** Text from a customer, a model or a stored row, on one line, with nothing a terminal would obey or hide. */
+export function safeLine(text: string): string {
+  return printable(oneLine(text), { singleLine: true });
+}
+
+/** A moment to the minute, in UTC: 2026-12-04 20:18. */
+export function minute(date: Date): string {
+  return date.toISOString().slice(0, 16).replace('T', ' ');
+}

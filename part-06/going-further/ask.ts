@@ -15,7 +15,7 @@ import { printable } from '../../shared/text.ts';
 import { describeIndexStatus, indexStatus } from '../embedding-index.ts';
 import { newConversation } from '../memory.ts';
 import { describeCustomer, signIn } from '../session.ts';
-import { Nimbus, nimbusSettings, whatHappened, type Asked } from './nimbus.ts';
+import { Nimbus, nimbusSettings, saveTrouble, whatHappened, type Asked } from './nimbus.ts';
 import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { checkQuestion } from './question/question-limit.ts';
@@ -118,7 +118,13 @@ function report(io: ScriptIo, asked: Asked, as: string, uncounted: boolean): num
   const happened = whatHappened(asked);
   if (happened) io.error(happened);
   if (asked.lost) return 1;
-  if (result.saveError) io.error(`${printable(result.saveError)}`);
+  const viewer = commandFor(
+    new URL('./show-conversation.ts', import.meta.url),
+    conversation.id,
+    io,
+  );
+  const trouble = saveTrouble(asked, viewer);
+  if (trouble) io.error(printable(trouble));
   else if (conversation.saved) {
     const followUp = commandFor(
       import.meta.url,

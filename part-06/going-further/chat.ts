@@ -149,7 +149,8 @@ async function ask(question: string, chat: Chat, signal: AbortSignal): Promise<v
       stderr: out.stderr,
       quiet: chat.quiet,
     });
-    out.finish(asked);
+    const viewer = new URL('./show-conversation.ts', import.meta.url);
+    out.finish(asked, commandFor(viewer, asked.conversation.id, io));
     const said = whatHappened(asked);
     if (asked.lost === 'erased') io.log(`${said} Your next question starts a new conversation.\n`);
     else if (said) io.log(`${said}\n`);

@@ -10,7 +10,7 @@ import {
 } from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor, displayPath } from '../../shared/hints.ts';
-import { printable } from '../../shared/text.ts';
+import { plural, printable } from '../../shared/text.ts';
 import { lookUpCustomer } from '../session.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import {
@@ -121,10 +121,6 @@ function ticketsKept(tickets: number[]): string {
 function shellWord(text: string): string {
   const word = printable(text, { singleLine: true });
   return /^[\w@.+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
-function plural(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 export const openDatabase = openClusterDatabase;

@@ -234,3 +234,16 @@ export function whatHappened(asked: Asked): string | undefined {
     return `The conversation you were in had been deleted, so this question started a new one: ${asked.conversation.id}.`;
   return undefined;
 }
+
+/**
+ * What to say when the question's last save failed: the core's sentence; when a COMMIT's answer never
+ * came (it may have been saved or not), also how to look (`viewer`: the show-conversation command for
+ * this conversation, written for where the script was typed). Nothing to say after an erasure.
+ */
+export function saveTrouble(asked: Asked, viewer: string): string | undefined {
+  const problem = asked.result?.saveError;
+  if (!problem || asked.lost) return undefined;
+  return problem.startsWith('Not saved')
+    ? problem
+    : `${problem} See what was saved with ${viewer}.`;
+}

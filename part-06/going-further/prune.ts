@@ -8,7 +8,7 @@ import {
 } from '../../shared/cli.ts';
 import { logDir } from '../../shared/config.ts';
 import { commandFor, displayPath } from '../../shared/hints.ts';
-import { printable } from '../../shared/text.ts';
+import { plural, printable } from '../../shared/text.ts';
 import { checkFullDatabase } from './store/ensure-tables.ts';
 import { planPrune, prune } from './privacy/delete-conversations.ts';
 import { openClusterDatabase } from './store/cluster-database.ts';
@@ -62,10 +62,6 @@ export async function main(io: ScriptIo): Promise<number | void> {
   io.log(
     `${verb} ${plural(notes.length, 'customer note')}, expired or not recalled for ${plural(days, 'day')}.`,
   );
-}
-
-function plural(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 export const openDatabase = openClusterDatabase;

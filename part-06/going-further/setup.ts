@@ -8,12 +8,12 @@ import {
   startedDirectly,
 } from '../../shared/cli.ts';
 import { llmSettingsOrError, logDir } from '../../shared/config.ts';
-import { DatabaseError, query } from '../../shared/db.ts';
 import { commandFor } from '../../shared/hints.ts';
-import { dropTables, planReset, withSetupConnection } from '../setup-database.ts';
+import { plural } from '../../shared/text.ts';
+import { planReset, resetDatabase } from '../setup-database.ts';
 import { deleteTraces } from './privacy/trace-files.ts';
 import { leasedConversations, takeLeases } from './question/lease.ts';
-import { dropProductTables, ensureFullDatabase, PRODUCT_TABLES } from './store/ensure-tables.ts';
+import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { openClusterDatabase } from './store/cluster-database.ts';
 
 export function usage(io: ScriptIo): string {
@@ -32,17 +32,10 @@ export async function main(io: ScriptIo): Promise<number | void> {
     options: { yes: { type: 'boolean', short: 'y' } },
   });
   const plan = await planReset();
-  // Tables neither the chapter nor going further knows would keep their rows, pointing at nothing.
-  const others = plan.others.filter((table) => !PRODUCT_TABLES.includes(table));
-  if (others.length)
-    throw new DatabaseError(
-      `Database "${plan.database}" also holds ${listing(others)}, which point at Nimbus's tables: drop or move them first.`,
-    );
-  const losses = [...plan.losses, ...(await productRows(plan.database))];
   // Every row counts, sample data too: a customer added or an order changed by hand would be lost.
-  if (losses.length) {
+  if (plan.losses.length) {
     io.log(
-      `Resetting database "${plan.database}" deletes ${listing(losses)}, with their trace files.`,
+      `Resetting database "${plan.database}" deletes ${listing(plan.losses)}, with their trace files.`,
     );
     const yes = commandFor(import.meta.url, '--yes', io);
     if (!values.yes && !(await confirmed('Type yes to delete and reset: ', yes, io))) {
@@ -50,37 +43,18 @@ export async function main(io: ScriptIo): Promise<number | void> {
       return 1;
     }
   }
+  // Questions being answered are waited for (new conversations too: their leases name them), or their
+  // leases taken: none of them writes anything once the reset begins (every write checks its lease).
   const inFlight = await leasedConversations().catch(() => []); // no such table: nothing in flight
+  const onWait = () => io.log('Waiting for the questions being answered to finish…');
+  await takeLeases(inFlight, { takeOver: true, onWait });
   const llm = llmSettingsOrError(io.env);
-  await withSetupConnection(async (db, database) => {
-    // Questions being answered are waited for (new conversations too: their leases name them), or their
-    // leases taken: with the tables gone, none of them saves a message or a trace after the reset.
-    const onWait = () => io.log('Waiting for the questions being answered to finish…');
-    await takeLeases(inFlight, { takeOver: true, onWait });
-    await dropProductTables(db, database, io.log);
-    await dropTables(db, database, io.log);
-  });
-  // The chapter's tables with the sample store, then going further's, as a first run creates them.
+  await resetDatabase(io.log, llm);
+  // The full Nimbus's own tables, so its viewer and tools find them right after a reset.
   await ensureFullDatabase(io.log, llm);
   const ids = [...plan.conversations, ...inFlight.map((c) => c.id)];
   const traces = deleteTraces(logDir(io.env), ids);
-  if (traces) io.log(`Deleted ${traces} trace file${traces === 1 ? '' : 's'}.`);
-}
-
-/** What going further's tables hold, in words ("3 rows of customer_notes"), for those that exist. */
-async function productRows(database: string): Promise<string[]> {
-  const existing = await query<Array<{ name: string }>>(
-    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? AND table_name IN (?)',
-    [database, PRODUCT_TABLES],
-  );
-  const losses: string[] = [];
-  for (const table of PRODUCT_TABLES.filter((name) => existing.some((t) => t.name === name))) {
-    const [{ rows }] = await query<Array<{ rows: number }>>(
-      `SELECT COUNT(*) AS \`rows\` FROM \`${table}\``,
-    );
-    if (rows) losses.push(`${rows} row${rows === 1 ? '' : 's'} of ${table}`);
-  }
-  return losses;
+  if (traces) io.log(`Deleted ${plural(traces, 'trace file')}.`);
 }
 
 export const openDatabase = openClusterDatabase;

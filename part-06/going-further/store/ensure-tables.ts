@@ -20,22 +20,6 @@ const FILES: Array<[file: string, tables: string[]]> = [
 export const PRODUCT_TABLES = FILES.flatMap(([, tables]) => tables);
 
 /**
- * Drops going further's tables, on a setup connection (the reset, setup.ts): they point at the chapter's,
- * so they go first. The messages' storage_note and the tickets' guard go with the chapter's tables.
- */
-export async function dropProductTables(
-  db: mysql.Connection,
-  database: string,
-  log: (line: string) => void,
-): Promise<void> {
-  await db.query('SET FOREIGN_KEY_CHECKS = 0');
-  for (const table of [...PRODUCT_TABLES].reverse())
-    await db.query(`DROP TABLE IF EXISTS \`${table}\``);
-  await db.query('SET FOREIGN_KEY_CHECKS = 1');
-  log(`Database "${database}": dropped ${PRODUCT_TABLES.join(', ')}.`);
-}
-
-/**
  * For commands that only read (the viewer, export, forget): says which tables are missing and how to
  * create them, instead of creating them.
  */

@@ -2,8 +2,8 @@
 import { dim } from '../../../shared/cli.ts';
 import { query } from '../../../shared/db.ts';
 import type { Message } from '../../../shared/llm/index.ts';
-import { shorten } from '../../../shared/text.ts';
-import { count, describeMessage, n, safe, TAG_LEGEND, when } from '../../conversation-view.ts';
+import { minute, plural, safeLine, shorten, thousands } from '../../../shared/text.ts';
+import { describeMessage, TAG_LEGEND } from '../../conversation-view.ts';
 import type { ConversationSummary } from '../../stored-conversations.ts';
 
 /** A stored message row; `data` is the JSON column as text, exactly as stored (read with CAST). */
@@ -50,21 +50,21 @@ export interface ShownMessage {
 export function turnsView(conversation: ConversationSummary, shown: ShownMessage[]): string[] {
   const { id, customer_name: name, customer_email: email } = conversation;
   const lines = [
-    `Conversation ${id} of ${safe(name)} (${safe(email)}): ${count(conversation.messages, 'message')}, ` +
-      `started ${when(conversation.created_at)}, last updated ${when(conversation.updated_at)}`,
+    `Conversation ${id} of ${safeLine(name)} (${safeLine(email)}): ${plural(conversation.messages, 'message')}, ` +
+      `started ${minute(conversation.created_at)}, last updated ${minute(conversation.updated_at)}`,
   ];
   let turn = 0;
   for (const { row, message, leftOut } of shown) {
     if (message?.role === 'user' || turn === 0) lines.push(`Turn ${++turn}`);
     const text = message
       ? describeMessage(message)
-      : `${safe(row!.role)}: ${safe(shorten(row!.data, 120))}`;
+      : `${safeLine(row!.role)}: ${safeLine(shorten(row!.data, 120))}`;
     const cost =
       row?.input_tokens == null
         ? ''
-        : ` (${n(row.input_tokens)} + ${n(row.output_tokens ?? 0)} tokens)`;
+        : ` (${thousands(row.input_tokens)} + ${thousands(row.output_tokens ?? 0)} tokens)`;
     const where = row ? `#${row.seq}` : '(not stored)';
-    lines.push(`  ${where}${leftOut ? ` [${safe(leftOut)}]` : ''} ${text}${dim(cost)}`);
+    lines.push(`  ${where}${leftOut ? ` [${safeLine(leftOut)}]` : ''} ${text}${dim(cost)}`);
   }
   return [...lines, dim(TAG_LEGEND)];
 }

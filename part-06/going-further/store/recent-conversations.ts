@@ -1,7 +1,7 @@
 // The list of recent conversations the operator's viewer starts from, with whose each is.
 import { query } from '../../../shared/db.ts';
 import { oneLine, shorten } from '../../../shared/text.ts';
-import { safe, when } from '../../conversation-view.ts';
+import { minute, safeLine } from '../../../shared/text.ts';
 import { SUMMARIES, type ConversationSummary } from '../../stored-conversations.ts';
 
 /** The most recently used conversations, with each one's first question. */
@@ -24,7 +24,7 @@ export function listView(
     'Recent conversations (newest first):',
     ...conversations.map((c) => {
       const first = shorten(oneLine(c.first_question ?? ''), 60);
-      return `  ${c.id}  ${when(c.updated_at)}  ${safe(c.customer_email).padEnd(28)} ${String(c.messages).padStart(4)} messages  ${safe(first)}`;
+      return `  ${c.id}  ${minute(c.updated_at)}  ${safeLine(c.customer_email).padEnd(28)} ${String(c.messages).padStart(4)} messages  ${safeLine(first)}`;
     }),
   ];
 }

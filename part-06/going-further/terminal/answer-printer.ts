@@ -4,7 +4,7 @@ import { streamWithTools } from '../model/stream-with-tools.ts';
 import { printable } from '../../../shared/text.ts';
 import { Writable } from 'node:stream';
 import type { AgentOptions } from '../../agent.ts';
-import type { Asked } from '../nimbus.ts';
+import { saveTrouble, type Asked } from '../nimbus.ts';
 
 /** Ctrl-C while the agent worked: the steps it completed are saved (the agent saves each one). */
 const CANCELLED_AFTER_TOOLS =
@@ -63,7 +63,7 @@ export function answerPrinter(io: ScriptIo) {
      * never streamed, so it is printed whole; Ctrl-C is said with what it left behind. A question whose
      * conversation was lost meanwhile is said by the caller (whatHappened), not here.
      */
-    finish(asked: Asked): void {
+    finish(asked: Asked, viewer: string): void {
       breakLine();
       const { result } = asked;
       if (!result) io.log(dim(`(${CANCELLED_BEFORE_START})`));
@@ -74,7 +74,8 @@ export function answerPrinter(io: ScriptIo) {
       if (!result) return;
       // Not an outage: the provider called the request invalid, and its words say why.
       if (result.outcome === 'refused') io.error(`${printable(result.problem ?? '')}\n`);
-      if (result.saveError && !asked.lost) io.error(`${printable(result.saveError)}\n`);
+      const trouble = saveTrouble(asked, viewer);
+      if (trouble) io.error(`${printable(trouble)}\n`);
     },
   };
 }
