@@ -9,8 +9,12 @@ import { runInProcess } from '../testing/run-in-process.ts';
 
 /** The parts do not change during the run: each diff is computed once and shared by the tests that read it. */
 const computed = new Map<string, ReturnType<typeof computeDiff>>();
-function chapterDiff(from: number, to: number, options: { all?: boolean } = {}) {
-  const key = `${from}-${to}-${options.all ?? false}`;
+function chapterDiff(
+  from: number,
+  to: number,
+  options: { all?: boolean; goingFurther?: boolean } = {},
+) {
+  const key = `${from}-${to}-${options.all ?? false}-${options.goingFurther ?? false}`;
   if (!computed.has(key)) computed.set(key, computeDiff(from, to, options));
   return computed.get(key)!;
 }
@@ -85,10 +89,8 @@ const LESSONS: Record<number, string[]> = {
     'export function buildContext(',
     'export async function saveMessages(',
     'export async function loadMessages(',
-    'export async function loadContext(',
     'async function chatLoop(',
     'export function contextView(',
-    'export async function withConversationLock<T>(',
   ],
 };
 
@@ -145,7 +147,7 @@ describe('chapterDiff', () => {
     expect(files.slice(-entryScripts.length)).toEqual(entryScripts);
   });
 
-  it("follows the chapter's reading path: the core first (schema → context → store → agent → REPL → viewer), then going further, each under a heading with the lines it adds", () => {
+  it("follows the chapter's reading path (schema → context → store → agent → REPL → viewer), and leaves the full Nimbus to --going-further, after it, under a heading with the lines it adds", () => {
     const { files, text } = chapterDiff(5, 6);
     const path = [
       'schema.sql',
@@ -158,22 +160,22 @@ describe('chapterDiff', () => {
     const at = path.map((file) => files.indexOf(file));
     expect(at.every((index) => index >= 0)).toBe(true);
     expect(at).toEqual([...at].sort((a, b) => a - b));
-    const layer = files.filter((file) => file.startsWith('going-further/'));
-    expect(Math.min(...layer.map((file) => files.indexOf(file)))).toBeGreaterThan(Math.max(...at));
+    expect(files.some((file) => file.startsWith('going-further/'))).toBe(false);
+    expect(text.split('\n')[0]).toMatch(
+      /The full Nimbus's \d+ code files \(going-further\/\) are a book of their own; add --going-further to see them\.$/,
+    );
 
-    const [, core, further] = text.split(/^(?===== )/m);
-    for (const [section, heading] of [
-      [core, 'The core, in reading order'],
-      [further, 'Going further'],
-    ]) {
-      // Counted as the chapter counts itself (reading-budget.test.ts): added lines, blank ones aside.
-      const added = section.split('\n').filter((line) => /^\+(?!\+\+ )\s*\S/.test(line)).length;
-      expect(section.split('\n')[0]).toBe(
-        `==== ${heading}: ${added.toLocaleString('en-US')} lines added (blank lines aside) ====`,
-      );
-    }
-    expect(core).toContain('+++ part-06/agent.ts');
-    expect(core).not.toContain('+++ part-06/going-further/');
+    const whole = chapterDiff(5, 6, { goingFurther: true });
+    expect(whole.files.slice(0, files.length)).toEqual(files);
+    const layer = whole.files.slice(files.length);
+    expect(layer.length).toBeGreaterThan(0);
+    expect(layer.every((file) => file.startsWith('going-further/'))).toBe(true);
+    const further = whole.text.slice(whole.text.indexOf('\n==== Going further'));
+    // Counted as the chapter counts itself (reading-budget.test.ts): added lines, blank ones aside.
+    const added = further.split('\n').filter((line) => /^\+(?!\+\+ )\s*\S/.test(line)).length;
+    expect(further.split('\n')[1]).toBe(
+      `==== Going further: ${added.toLocaleString('en-US')} lines added (blank lines aside) ====`,
+    );
   });
 
   it('prints exactly the listed files, in order, under a one-line summary naming them', () => {
@@ -209,7 +211,6 @@ describe('chapterDiff', () => {
     expect(extras.every(isExtra)).toBe(true);
     expect(extras).toEqual(expect.arrayContaining(['README.md', 'scenarios.json']));
     expect(extras.some((file) => file.startsWith('tests/'))).toBe(true);
-    expect(extras.some((file) => file.startsWith('going-further/tests/'))).toBe(true); // every tests/ folder
     expect(all.text).toContain('+++ part-06/README.md\n');
   });
 

@@ -1,6 +1,6 @@
 // The READMEs are true: their commands run, their "What changed" lists match the diffs, and parts stand alone.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,16 +37,14 @@ function section(markdown: string, heading: RegExp): string {
 }
 
 /**
- * The files a README's "## Going further" section lists in its "### Files" table: a part's going-further/
- * files are listed there, after the chapter, and not in the chapter's own lists.
+ * The files the full Nimbus's own README (part-06/going-further/README.md) lists in its "## Files"
+ * table, by their path in going-further/: its book lists them, not the chapter's.
  */
-function goingFurtherTable(markdown: string): string[] {
-  const lines = section(markdown, /^## Going further$/).split('\n');
-  const start = lines.indexOf('### Files');
-  if (start === -1) return [];
-  const end = lines.findIndex((line, i) => i > start && line.startsWith('#'));
-  const table = lines.slice(start + 1, end === -1 ? undefined : end).join('\n');
-  return [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
+function layerTable(part: string): string[] {
+  const file = path.join(ROOT_DIR, part, 'going-further', 'README.md');
+  if (!existsSync(file)) return [];
+  const table = section(readFileSync(file, 'utf8'), /^## Files$/);
+  return [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => `going-further/${m[1]}`);
 }
 
 const inLayer = (file: string) => file.startsWith('going-further/');
@@ -103,31 +101,34 @@ function sh(
 // test, in order, as a learner types them: a later one may need what an earlier one set up (show-
 // conversation.ts needs the tables chat.ts created), so they must not be shuffled apart. No reply is
 // queued: the fake model answers every question with its default text, so the READMEs can share it.
-describe.concurrent.each(['.', ...PARTS])('the commands in %s/README.md', (dir) => {
-  let db: ScratchDatabase;
-  beforeAll(async () => {
-    db = await createScratchDatabase();
-  });
-  afterAll(() => db.drop());
+describe.concurrent.each(['.', ...PARTS, 'part-06/going-further'])(
+  'the commands in %s/README.md',
+  (dir) => {
+    let db: ScratchDatabase;
+    beforeAll(async () => {
+      db = await createScratchDatabase();
+    });
+    afterAll(() => db.drop());
 
-  const list = commands(readme(dir));
-  it('are there to check', () => {
-    expect(list.length).toBeGreaterThan(0);
-  });
-  const runElsewhere = runByScenarios(dir);
-  const toRun = list.filter((command) => !runElsewhere.has(command));
-  it(`run in order and succeed: ${toRun.join(' ; ')}`, async () => {
-    for (const command of toRun) {
-      const result = await sh(command, path.join(ROOT_DIR, dir), {
-        ...fake.env('gemini'),
-        DB_NAME: db.name,
-        LOG_DIR: logs,
-      });
-      expect(result.output, command).not.toContain('Unexpected error');
-      expect(result.code, `${command}\n${result.output}`).toBe(0);
-    }
-  }, 180_000); // several scripts one after another: a busy machine may slow each one down
-});
+    const list = commands(readme(dir));
+    it('are there to check', () => {
+      expect(list.length).toBeGreaterThan(0);
+    });
+    const runElsewhere = runByScenarios(dir);
+    const toRun = list.filter((command) => !runElsewhere.has(command));
+    it(`run in order and succeed: ${toRun.join(' ; ')}`, async () => {
+      for (const command of toRun) {
+        const result = await sh(command, path.join(ROOT_DIR, dir), {
+          ...fake.env('gemini'),
+          DB_NAME: db.name,
+          LOG_DIR: logs,
+        });
+        expect(result.output, command).not.toContain('Unexpected error');
+        expect(result.code, `${command}\n${result.output}`).toBe(0);
+      }
+    }, 180_000); // several scripts one after another: a busy machine may slow each one down
+  },
+);
 
 /** Files that differ between two folders (added, removed or changed), relative to them. */
 function changedFiles(a: string, b: string): string[] {
@@ -149,13 +150,15 @@ function changedFiles(a: string, b: string): string[] {
 }
 
 describe.each(PARTS.slice(1).map((part, i) => [PARTS[i], part]))('%s → %s', (before, after) => {
-  it('changes exactly the files its README lists under "What changed" (tests/ as one entry), going further\'s in its own section', () => {
+  it('changes exactly the files its README lists under "What changed" (tests/ as one entry), the full Nimbus\'s in its own README', () => {
     const changed = changedFiles(path.join(ROOT_DIR, before), path.join(ROOT_DIR, after))
       .filter((file) => file !== 'README.md')
       // Each folder of tests counts as one entry: tests/, going-further/tests/.
       .map((file) => file.replace(/^((?:.*\/)?tests\/).*$/, '$1'));
-    const layer = goingFurtherTable(readme(after)).filter((file) => !file.startsWith('shared/'));
-    expect([...new Set(layer)].sort()).toEqual([...new Set(changed.filter(inLayer))].sort());
+    const layer = layerTable(after).filter((file) => !file.endsWith('README.md'));
+    expect([...new Set(layer)].sort()).toEqual(
+      [...new Set(changed.filter(inLayer).filter((file) => !file.endsWith('README.md')))].sort(),
+    );
     const listed = section(readme(after), /^## What changed since Part \d+$/);
     expect(listed, `${after}/README.md needs a "## What changed since Part N" section`).not.toBe(
       '',
@@ -192,7 +195,7 @@ describe('every part', () => {
   });
 
   it.each(PARTS)(
-    "%s/README.md lists every file of the part in its Files table, going further's in its own section",
+    "%s/README.md lists every file of the part in its Files table, the full Nimbus's in its own README",
     (part) => {
       // Files in folders too (part-06/going-further/…), by their path in the part; not the tests.
       const files = readdirSync(path.join(ROOT_DIR, part), { recursive: true, encoding: 'utf8' })
@@ -202,10 +205,13 @@ describe('every part', () => {
       const table = section(readme(part), /^## Files$/);
       const listed = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
       expect(listed.sort()).toEqual(files.filter((file) => !inLayer(file)).sort());
-      const layer = goingFurtherTable(readme(part)).filter(
-        (file) => !file.startsWith('shared/') && !file.endsWith('tests/'),
+      const layer = layerTable(part).filter((file) => !file.endsWith('tests/'));
+      expect(layer.sort()).toEqual(
+        files
+          .filter(inLayer)
+          .filter((file) => file !== 'going-further/README.md')
+          .sort(),
       );
-      expect(layer.sort()).toEqual(files.filter(inLayer).sort());
     },
   );
 });
