@@ -115,6 +115,9 @@ export async function runAgent(
       trace.event('final_answer', { step, ms });
       return answer ? finish(answer, 'answered', step) : finish(EMPTY_ANSWER, 'empty_answer', step);
     }
+    // The last step: no model call is left to read what these tools would do, so none runs (a ticket
+    // opened now could never be named to the customer).
+    if (step === MAX_STEPS) break;
 
     // Run every call of this step; each result goes back as one tool message, matched by call id.
     for (const call of reply.tool_calls) {

@@ -104,10 +104,10 @@ export async function runAgent(
     const ms = Date.now() - started;
     // Keep the provider's own message (via the neutral format): the next request replays it.
     messages.push(reply.message);
-    if (reply.tool_calls.length === 0) {
-      trace.event('final_answer', { step, ms });
-      return turn.answered(reply, step);
-    }
+    if (reply.tool_calls.length === 0) return turn.answered(reply, step, ms);
+    // The last step: no model call is left to read what these tools would do, so none runs (a ticket
+    // opened now could never be named to the customer).
+    if (step === MAX_STEPS) break;
     turn.add({ message: reply.message, cost: reply.usage });
     // Run every call of this step; each result goes back as one tool message, matched by call id.
     for (const call of reply.tool_calls) {
@@ -157,7 +157,8 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
       }
     },
     // The model answered: stored with its own message (provider_raw) and the tokens the call cost.
-    answered(reply: ChatResult, step: number) {
+    answered(reply: ChatResult, step: number, ms: number) {
+      trace.event('final_answer', { step, ms });
       const answer = reply.text.trim();
       if (answer)
         return turn.finish(answer, 'answered', step, { message: reply.message, cost: reply.usage });

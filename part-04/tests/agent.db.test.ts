@@ -105,9 +105,18 @@ describe.each(['gemini', 'openai'] as const)('runAgent with %s', (provider) => {
 
   it('stops at the step limit with a friendly answer', async () => {
     fake.reply(
-      ...Array.from({ length: MAX_STEPS }, (_, i) => ({
+      ...Array.from({ length: MAX_STEPS - 1 }, (_, i) => ({
         tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
       })),
+      // The last step asks to act: nothing runs, as no model call is left to tell the customer.
+      {
+        tool_calls: [
+          {
+            name: 'create_support_ticket',
+            arguments: { category: 'other', summary: 'Opened at the step limit.' },
+          },
+        ],
+      },
     );
     const outcome = await runAgent('Tell me everything', maya, options);
     expect(outcome).toMatchObject({
