@@ -13,7 +13,7 @@ import { commandFor } from '../../shared/hints.ts';
 import { printable } from '../../shared/text.ts';
 import { newConversation, type Conversation } from '../memory.ts';
 import { describeCustomer, signIn, type Customer } from '../session.ts';
-import { Nimbus, nimbusSettings, whatHappened } from './nimbus.ts';
+import { Nimbus, nimbusSettings, stillThere, whatHappened } from './nimbus.ts';
 import { WAITING_FOR_ERASURE, WAITING_FOR_OTHER_QUESTION } from './question/lease.ts';
 import { ensureFullDatabase } from './store/ensure-tables.ts';
 import { answerPrinter } from './terminal/answer-printer.ts';
@@ -84,7 +84,9 @@ export async function main(io: ScriptIo): Promise<number | void> {
       ? ''
       : ` --customer=${printable(customer.email, { singleLine: true })}`;
   const resumeWith = commandFor(import.meta.url, `--resume=${chat.conversation.id}${as}`, io);
-  io.log(chat.conversation.saved ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
+  // Erased while the chat waited at its prompt (forget.ts): its id is nobody's to resume any more.
+  const kept = chat.conversation.saved && (await stillThere(chat.conversation));
+  io.log(kept ? `Bye! Resume later with: ${resumeWith}` : 'Bye!');
 }
 
 /**

@@ -200,8 +200,11 @@ export class Nimbus {
   }
 }
 
-/** The conversation's row still exists; if the database cannot say, it is taken to (nothing is claimed erased). */
-async function stillThere(conversation: Conversation): Promise<boolean> {
+/**
+ * Whether the conversation is still stored: an erasure may have taken it while a chat waited at its
+ * prompt. If the database cannot say, it is taken to be (nothing is claimed erased).
+ */
+export async function stillThere(conversation: Conversation): Promise<boolean> {
   const rows = await query<unknown[]>('SELECT 1 FROM conversations WHERE id = ?', [
     conversation.id,
   ]).catch(() => [1]);

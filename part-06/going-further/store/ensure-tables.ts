@@ -135,7 +135,7 @@ async function upgradeMessages(
   await db.query('ALTER TABLE messages DROP INDEX idx_messages_conversation');
 }
 
-/** messages.storage_note: what had to change for a message to be stored (storable.ts), if anything. */
+/** messages.storage_note: what had to change for a message to be stored (fit-message.ts), if anything. */
 async function addStorageNotes(
   db: mysql.Connection,
   database: string,
