@@ -16,9 +16,9 @@ import { conversationTraceFile } from './trace.ts';
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--yes]', io)}
 
-Resets the database named by DB_NAME in .env: drops this part's tables, creates them again with the
-sample store, and indexes the help center. If the tables hold any rows, it first says what it would
-delete (with the conversations' trace files) and asks; --yes confirms without asking.
+Resets the database named by DB_NAME in .env: drops it, with every table in it, creates this part's
+tables again with the sample store, and indexes the help center. If the tables hold any rows, it first
+says what it would delete (with the conversations' trace files) and asks; --yes confirms without asking.
 Every other command creates what is missing by itself: you only need this to start over.`;
 }
 

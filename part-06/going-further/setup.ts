@@ -1,4 +1,4 @@
-// The reset the full Nimbus uses (`npm run setup`): the chapter's, after waiting for the questions being answered, then going further's tables.
+// The reset the full Nimbus uses (`npm run setup`): the chapter's, once the questions being answered are waited for, then going further's tables.
 import {
   confirmed,
   listing,
@@ -19,8 +19,8 @@ import { openClusterDatabase } from './store/cluster-database.ts';
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--yes]', io)}
 
-Resets the database named by DB_NAME in .env: drops Nimbus's tables (going further's too), creates
-them again with the sample store, and indexes the help center. If the tables hold any rows,
+Resets the database named by DB_NAME in .env: drops it, with every table in it (going further's too),
+creates Nimbus's tables again with the sample store, and indexes the help center. If the tables hold any rows,
 it first says what it would delete (with the conversations' trace files) and asks; --yes confirms
 without asking. Questions being answered are waited for. Every other command creates what is missing
 by itself: you only need this to start over.`;
