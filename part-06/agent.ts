@@ -183,7 +183,7 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
   return turn;
 }
 
-/** "Not saved", unless a COMMIT's answer never came: then it may have been ("not saved" would be a guess), and the viewer shows. */
+/** What a failed save tells the customer: "Not saved", unless a COMMIT's answer never came; then it may have been, and the viewer shows. */
 function saveFailure(error: unknown, message: string, conversationId: string): string {
   if (!(error instanceof CommitUnknown)) return `Not saved: ${message}`;
   const viewer = besideCommand('show-conversation.ts', conversationId, scriptTypedAt());
