@@ -6,8 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dbSettings } from '../../../../shared/config.ts';
-import { Database, query, withDatabase } from '../../../../shared/db.ts';
+import { query, withDatabase } from '../../../../shared/db.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { collect, startScript, waitForOutput } from '../../../../shared/testing/run-script.ts';
 import {
@@ -19,6 +18,7 @@ import {
   stopCluster,
   type ClusterInfo,
 } from '../../ops/local-cluster.ts';
+import { ClusterDatabase, clusterSettings } from '../../store/cluster-database.ts';
 
 const ASK = fileURLToPath(new URL('../../ask.ts', import.meta.url));
 const dir = path.join(os.tmpdir(), `nimbus-cluster-${randomBytes(4).toString('hex')}`);
@@ -262,9 +262,9 @@ describe('Nimbus on a 3-node Galera cluster', () => {
     });
     await writer.query('CREATE TABLE probe (id INT PRIMARY KEY, n INT NOT NULL)');
     await writer.query('INSERT INTO probe VALUES (1, 0)');
-    // This process reads through Nimbus's own pool, preferring node 2.
-    const nodes = new Database(
-      dbSettings({ ...process.env, DB_HOSTS: hostsPreferring(2), DB_NAME: database }),
+    // This process reads through the full Nimbus's database, preferring node 2.
+    const nodes = new ClusterDatabase(
+      clusterSettings({ ...process.env, DB_HOSTS: hostsPreferring(2), DB_NAME: database }),
     );
     let stale = 0;
     await withDatabase(nodes, async () => {
