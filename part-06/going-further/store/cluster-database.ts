@@ -3,6 +3,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { ScriptIo } from '../../../shared/cli.ts';
 import { ConfigError, dbSettings, type DbSettings, type Env } from '../../../shared/config.ts';
 import {
+  CommitUnknown,
   Database,
   DatabaseError,
   destroy,
@@ -87,13 +88,22 @@ export class ClusterDatabase extends Database<ClusterSettings> {
    * a transaction becomes one. Every write a question causes (its saves, its tools', the chapter's
    * ticket too) comes through here: no tool can forget the check.
    */
-  override transaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
+  override async transaction<T>(fn: (connection: PoolConnection) => Promise<T>): Promise<T> {
     const fence = currentFence();
     if (!fence) return super.transaction(fn);
-    return super.transaction(async (connection) => {
+    const fenced = async (connection: PoolConnection) => {
       await checkFence(fence, connection);
       return fn(connection);
-    });
+    };
+    try {
+      return await super.transaction(fenced);
+    } catch (error) {
+      // Every write of a question looks before it writes (a ticket already open is returned, a step
+      // already stored is found by its key): one whose COMMIT's answer never came runs once more and
+      // finds what the first did, so the customer hears that (the ticket's number), not a failure.
+      if (!(error instanceof CommitUnknown)) throw error;
+      return super.transaction(fenced);
+    }
   }
 
   override query<T>(sql: string, params: unknown[]): Promise<T> {
