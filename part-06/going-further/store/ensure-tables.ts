@@ -64,10 +64,15 @@ export async function ensureFullDatabase(
     try {
       return await setUp(log, llm);
     } catch (error) {
-      if (attempt >= 3 || !createdMeanwhile(error)) throw error;
+      if (attempt >= FIRST_RUN_ATTEMPTS || !createdMeanwhile(error)) throw error;
+      // Three nodes setting up at once collide again at once: a random pause apart, longer each time.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 100 * attempt));
     }
   }
 }
+
+/** Tries of a first run that raced others: with three nodes at once, a run may lose a few times. */
+const FIRST_RUN_ATTEMPTS = 8;
 
 /** Errors of a first run that raced another one: what it was creating exists now, or collided. */
 function createdMeanwhile(error: unknown): boolean {
