@@ -7,10 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import {
   NO_PROVIDER,
   startFakeProvider,
@@ -31,10 +28,11 @@ import { conversationTraceFile } from '../../../trace.ts';
 import { exportCustomer } from '../../privacy/customer-data.ts';
 import { allNotes, MAX_NOTES_PER_CUSTOMER, saveNote, today } from '../../notes/notes-queries.ts';
 import { customerMemoryTools, MAX_NOTES_PER_QUESTION } from '../../notes/notes-tools.ts';
-import { recallNotes, withCustomerNotes } from '../../notes/recall-notes.ts';
+import { recallNotes } from '../../notes/recall-notes.ts';
 import { forgetConversation, planPrune, prune } from '../../privacy/delete-conversations.ts';
+import { privacyTools } from '../../privacy/privacy-tools.ts';
 import { fullSession } from '../full-session.ts';
-import { leaseFence } from '../../question/lease.ts';
+import { createProductDatabase } from '../product-database.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -47,16 +45,16 @@ let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 let env: Record<string, string>;
-/** The notes tools as chat.ts makes them: once, for every question. */
+/** The notes tools and forget_notes, as the full Nimbus gives them to a question. */
 let memoryTools: ReturnType<typeof customerMemoryTools>;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-notes-logs-'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
-  memoryTools = customerMemoryTools(logs);
+  memoryTools = [...customerMemoryTools(), ...privacyTools(logs, () => {})];
 });
 afterAll(async () => {
   rmSync(logs, { recursive: true, force: true });
@@ -74,13 +72,9 @@ async function newCustomer(): Promise<Customer> {
   return { id: inserted.insertId, name: 'Test Customer', email };
 }
 
-/** A new conversation asked in this process the way chat.ts asks: with the customer's notes and the notes tools. */
+/** A new conversation asked in this process the way chat.ts asks (the customer's notes and their tools), traced to this file's log folder. */
 function memorySession(customer: Customer, provider: (typeof PROVIDERS)[number]) {
-  const session = fullSession(customer, fake.llm(provider));
-  session.options.store = withCustomerNotes(session.options.store, 1500);
-  session.options.tools = customerMemoryTools(logs);
-  session.options.logDir = logs;
-  return session;
+  return fullSession(customer, fake.llm(provider), undefined, { logDir: logs });
 }
 
 const remember = (text: string, extra: Record<string, unknown> = {}): ScriptedReply => ({
@@ -94,8 +88,13 @@ const resultOf = (view: ChatView) => view.toolResults.map((r) => r.result as Rec
 /** Calls the notes tools directly, as one question of a conversation of `customer`. */
 function question(customer: Customer): ToolContext {
   const conversation = newConversation(customer.id);
-  const write = leaseFence.write(conversation.id); // the full Nimbus's, as runAgent gives it
-  return { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0, write };
+  return { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0 };
+}
+/** export-customer's JSON, as one object. */
+async function exported(customer: Customer): Promise<unknown> {
+  let text = '';
+  await exportCustomer(logs, customer, async (part) => void (text += part));
+  return JSON.parse(text);
 }
 const call = (context: ToolContext, name: string, args: Record<string, unknown>) =>
   runTool({ id: 'c', name, arguments: args }, context, memoryTools);
@@ -363,8 +362,8 @@ describe("never crossed: another customer's question, context, search, forget an
       expect(JSON.stringify(await recallNotes(liam.id, secret, 100_000))).not.toContain(
         'neighbour',
       );
-      expect(JSON.stringify(await exportCustomer(logs, liam))).not.toContain('neighbour');
-      expect(JSON.stringify(await exportCustomer(logs, maya))).toContain('neighbour');
+      expect(JSON.stringify(await exported(liam))).not.toContain('neighbour');
+      expect(JSON.stringify(await exported(maya))).toContain('neighbour');
     },
   );
 });

@@ -6,10 +6,7 @@ import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import {
   startFakeProvider,
@@ -17,16 +14,14 @@ import {
   type FakeProvider,
   type ScriptedReply,
 } from '../../../../shared/testing/fake-provider.ts';
-import { runAgent } from '../../../agent.ts';
-import { DEFAULT_BUDGET } from '../../../context.ts';
 import { newConversation, type Conversation } from '../../../memory.ts';
 import type { Customer } from '../../../session.ts';
-import { storeAndTools } from '../../question/agent-options.ts';
-import { withConversationLock } from '../../question/lease.ts';
+import { whatHappened } from '../../nimbus.ts';
 import { allNotes } from '../../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
-import { ConversationDeleted } from '../../store/hardened-store.ts';
 import { forgetCustomer } from '../../privacy/delete-conversations.ts';
+import { fullSession } from '../full-session.ts';
+import { createProductDatabase } from '../product-database.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
@@ -34,7 +29,8 @@ let logs: string;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  // The product's database: every write of a question checks its lease, as in the chat.
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-forget-everything-'));
 });
@@ -53,15 +49,18 @@ async function newCustomer(): Promise<Customer> {
   return { id: inserted.insertId, name: 'Test Customer', email };
 }
 
-/** A conversation asked the way going-further/chat.ts asks: its store, notes and tools, one question at a time. */
+/** A conversation asked the way every entry asks (Nimbus.ask: its lease, store, notes and tools), traced here. */
 function chat(customer: Customer, conversation: Conversation = newConversation(customer.id)) {
-  const agent = { llm: fake.llm('gemini'), logDir: logs, quiet: true };
-  const options = { ...agent, ...storeAndTools(DEFAULT_BUDGET, 1500, agent) };
-  return {
-    conversation,
-    ask: (question: string) =>
-      withConversationLock(conversation, () => runAgent(question, customer, conversation, options)),
-  };
+  return fullSession(customer, fake.llm('gemini'), conversation, { logDir: logs });
+}
+
+/** The messages stored in a conversation, as role and content. */
+async function storedIn(conversationId: string) {
+  const rows = await query<Array<{ data: string }>>(
+    'SELECT CAST(data AS CHAR) AS data FROM messages WHERE conversation_id = ? ORDER BY seq',
+    [conversationId],
+  );
+  return rows.map((row) => JSON.parse(row.data) as { role: string; content: string });
 }
 
 const call = (name: string, args: Record<string, unknown> = {}): ScriptedReply => ({
@@ -93,24 +92,42 @@ async function customerWithHistory() {
 }
 
 describe('forget everything', () => {
-  it('deletes the notes and every conversation, this one too; the next search finds nothing; the answer names what the store keeps', async () => {
-    const { customer, secret, ticketId } = await customerWithHistory();
+  it('deletes the notes and every earlier conversation; the answer names what the store keeps, is shown and kept as the first turn of what remains; the next search finds nothing', async () => {
+    const { customer, secret, earlier, ticketId } = await customerWithHistory();
     const asking = chat(customer);
+    const question = 'Please forget everything you know about me.';
     fake.reply(call('forget_everything'), echo);
-    const said = await asking.ask('Please forget everything you know about me.');
+    const asked = await asking.asked(question);
 
+    // The question kept its lease through its own erasure: the model was asked afterwards, and answered.
+    expect(asked.lost).toBeUndefined();
+    expect(whatHappened(asked)).toBeUndefined();
+    const said = asked.result!;
+    expect(said.outcome).toBe('answered');
     expect(JSON.parse(said.answer)).toEqual([
       {
-        deleted: { notes: 1, earlier_conversations: 1, this_conversation: true },
+        deleted: { notes: 1, earlier_conversations: 1, this_conversation_until_now: true },
         kept: `Their orders and refunds and support tickets #${ticketId}: the store's records, which it must keep.`,
-        note: 'Nothing of this conversation is kept any more, not even your answer to this question: the next question starts afresh.',
+        note: 'This conversation starts afresh: this request and your answer to it are all it keeps.',
       },
     ]);
-    // The answer is given, and not stored: nothing of this question came back after the erasure.
-    expect(said.saveError).toMatch(/^Not saved: This conversation was deleted or taken over/);
+    expect(said.saveError).toBeUndefined();
+    expect(said.saved).toBe(true);
+    // Nothing of before is anywhere; the request and its answer are all the conversation holds.
     expect(await whereIs(secret)).toEqual([]);
-    expect(await whereIs('forget everything')).toEqual([]);
-    expect(await whereIs(asking.conversation.id)).toEqual([]);
+    expect(await whereIs(earlier.conversation.id)).toEqual([]);
+    expect(asking.conversation.id).toBe(asked.conversation.id);
+    expect((await storedIn(asking.conversation.id)).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    expect((await storedIn(asking.conversation.id))[0].content).toBe(question);
+    expect(await whereIs(question)).toEqual([
+      `file conversations/${asking.conversation.id}.jsonl`,
+      'table messages',
+    ]);
     expect(await query('SELECT id FROM tickets WHERE customer_id = ?', [customer.id])).toEqual([
       { id: ticketId },
     ]);
@@ -124,26 +141,62 @@ describe('forget everything', () => {
     ]);
   });
 
-  it('asked in a conversation with earlier turns: nothing the question does afterwards is kept, and the chat goes on in a new conversation', async () => {
+  it('asked in a conversation with earlier turns: its earlier turns go, a call after it in the same reply runs for what remains, and the conversation goes on with this turn as its first', async () => {
     const { customer, secret, earlier } = await customerWithHistory();
-    // The model forgets, then (wrongly) keeps a note in the same question.
+    const fresh = `bike${randomBytes(3).toString('hex')}`;
+    const question = `Forget everything about me. Then remember my bike is ${fresh}.`;
+    // The model forgets, then keeps a new note in the same reply: asked after the erasure, it stays.
     fake.reply(
-      call('forget_everything'),
-      call('remember_note', { text: `Locker ${secret} again.` }),
+      {
+        tool_calls: [
+          { name: 'forget_everything', arguments: {} },
+          { name: 'remember_note', arguments: { text: `My bike is ${fresh}.` } },
+        ],
+      },
       echo,
     );
-    const said = await earlier.ask('Forget everything about me. And remember my locker again.');
+    const asked = await earlier.asked(question);
 
-    expect(JSON.parse(said.answer)).toEqual([
-      {
-        error:
-          'Not kept: this conversation was erased while you were answering (a request to delete data), so nothing more is written for it.',
-      },
-    ]);
-    expect(await allNotes(customer.id)).toEqual([]);
+    expect(asked.lost).toBeUndefined();
+    expect(asked.result!.saveError).toBeUndefined();
+    const [forgot, remembered] = JSON.parse(asked.result!.answer);
+    expect(forgot.deleted).toEqual({
+      notes: 1,
+      earlier_conversations: 0,
+      this_conversation_until_now: true,
+    });
+    const notes = await allNotes(customer.id);
+    expect(remembered).toEqual({
+      saved: true,
+      note_id: notes[0]?.id,
+      expires_on: null,
+    });
+    // The earlier turn and its note are gone everywhere; the new note is of what remains.
     expect(await whereIs(secret)).toEqual([]);
-    expect(await whereIs(earlier.conversation.id)).toEqual([]);
-    await expect(earlier.ask('Hello again?')).rejects.toBeInstanceOf(ConversationDeleted);
+    expect(notes).toMatchObject([
+      { text: `My bike is ${fresh}.`, conversation_id: earlier.conversation.id },
+    ]);
+    expect((await storedIn(earlier.conversation.id)).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+    ]);
+
+    // The chat goes on in the same conversation; the next question's history is this turn alone.
+    let seen: ChatView | undefined;
+    fake.reply((view) => {
+      seen = view;
+      return { text: 'Hello!' };
+    });
+    const next = await earlier.asked('Hello again?');
+    expect(next.restarted).toBe(false);
+    expect(next.conversation.id).toBe(earlier.conversation.id);
+    const sent = seen!.messages.map((m) => m.text ?? '').filter(Boolean);
+    expect(sent.some((text) => text.includes(question))).toBe(true);
+    expect(JSON.stringify(seen!.messages)).not.toContain(secret);
+    expect((await storedIn(earlier.conversation.id))[0].content).toBe(question);
   });
 
   it('forget_notes with all: true deletes the notes only, and its result says the conversations stay', async () => {

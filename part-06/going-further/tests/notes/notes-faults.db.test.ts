@@ -15,10 +15,7 @@ import mysql from 'mysql2/promise';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectionOptions, query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { NO_PROVIDER } from '../../../../shared/testing/fake-provider.ts';
 import { startScript, waitForOutput, collect } from '../../../../shared/testing/run-script.ts';
 import { waitUntil } from '../../../../shared/testing/wait-until.ts';
@@ -26,7 +23,8 @@ import { newConversation, type Conversation } from '../../../memory.ts';
 import type { Customer } from '../../../session.ts';
 import { runTool, type ToolContext } from '../../../tools.ts';
 import { conversationTraceFile } from '../../../trace.ts';
-import { leaseFence, takeLeases } from '../../question/lease.ts';
+import { takeLease } from '../../question/lease.ts';
+import { withFence } from '../../store/fence.ts';
 import {
   allNotes,
   liveNotes,
@@ -36,17 +34,19 @@ import {
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { forgetNotes } from '../../privacy/delete-notes.ts';
 import { customerMemoryTools } from '../../notes/notes-tools.ts';
+import { createProductDatabase } from '../product-database.ts';
 
 let db: ScratchDatabase;
 let logs: string;
 let tools: ReturnType<typeof customerMemoryTools>;
 
 beforeAll(async () => {
-  db = await createScratchDatabase();
+  // The product's database: a question's writes check its lease there, as in the chat.
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-notes-faults-'));
   mkdirSync(path.join(logs, 'conversations'));
-  tools = customerMemoryTools(logs);
+  tools = customerMemoryTools();
 });
 afterAll(async () => {
   rmSync(logs, { recursive: true, force: true });
@@ -70,15 +70,7 @@ function call(
   conversation?: Conversation,
 ) {
   conversation ??= newConversation(customer.id);
-  // The full Nimbus's write path, as runAgent gives it: fenced by the conversation's lease.
-  const write = leaseFence.write(conversation.id);
-  const context: ToolContext = {
-    customer,
-    conversation,
-    llm: NO_PROVIDER,
-    ticketsOpened: 0,
-    write,
-  };
+  const context: ToolContext = { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0 };
   return runTool({ id: 'c', name, arguments: args }, context, tools);
 }
 
@@ -205,22 +197,26 @@ describe('a note asked for in a conversation erased meanwhile', () => {
   it('is not kept: the question lost its lease to the erasure', async () => {
     const customer = await newCustomer();
     const conversation = newConversation(customer.id);
-    const release = await takeLeases([{ id: conversation.id, customerId: customer.id }]);
+    // The question's lease, as Nimbus.ask takes it; its tools run behind its fence.
+    const lease = await takeLease(conversation);
     try {
       // An erasure in another process took the lease over (takeLeases with takeOver, after its wait).
       await query('UPDATE question_leases SET holder = ? WHERE conversation_id = ?', [
         'e'.repeat(32),
         conversation.id,
       ]);
-      expect(await call(customer, 'remember_note', { text: 'Call me Sam.' }, conversation)).toEqual(
-        {
-          error:
-            'Not kept: this conversation was erased while you were answering (a request to delete data), so nothing more is written for it.',
-        },
+      const asked = withFence(lease.fence, () =>
+        call(customer, 'remember_note', { text: 'Call me Sam.' }, conversation),
       );
+      expect(await asked).toEqual({
+        error:
+          'Not kept: this conversation was erased while you were answering (a request to delete data), so nothing more is written for it.',
+      });
       expect(await allNotes(customer.id)).toEqual([]);
+      // The question is told: it stops, as on Ctrl-C.
+      expect(lease.lost.aborted).toBe(true);
     } finally {
-      await release();
+      await lease.release();
     }
   });
 });

@@ -16,11 +16,10 @@ import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { hardenedStore } from '../../store/hardened-store.ts';
 import { customerMemoryTools } from '../../notes/notes-tools.ts';
 import type { PastConversation } from '../../notes/past-conversations.ts';
-import { inTransaction } from '../../../tests/test-session.ts';
 
 let db: ScratchDatabase;
 const store = hardenedStore(DEFAULT_BUDGET);
-const tools = customerMemoryTools('unused: no note is forgotten here');
+const tools = customerMemoryTools();
 
 beforeAll(async () => {
   db = await createScratchDatabase();
@@ -68,7 +67,7 @@ async function converse(customer: Customer, turns: Array<[string, string]>): Pro
 function search(customer: Customer, words: string, conversation = newConversation(customer.id)) {
   return runTool(
     { id: 's', name: 'search_past_conversations', arguments: { query: words } },
-    { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0, write: inTransaction },
+    { customer, conversation, llm: NO_PROVIDER, ticketsOpened: 0 },
     tools,
   );
 }

@@ -1,17 +1,13 @@
 // Many customers answered at once by one process: more questions in flight than the pool has connections, all answered, none mixed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
-import { runAgent } from '../../../agent.ts';
-import { DEFAULT_BUDGET } from '../../../context.ts';
 import { newConversation } from '../../../memory.ts';
-import { withConversationLock } from '../../question/lease.ts';
+import { Nimbus } from '../../nimbus.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
-import { hardenedStore } from '../../store/hardened-store.ts';
+import { testSettings } from '../full-session.ts';
+import { createProductDatabase } from '../product-database.ts';
 
 /** More than the pool's 8 connections per server: a lease holding a connection would starve them all. */
 const CUSTOMERS = 24;
@@ -28,7 +24,8 @@ beforeAll(async () => {
         ? { text: 'Here are your orders.' }
         : { tool_calls: [{ name: 'list_customer_orders', arguments: {} }], gate: allArrived },
   });
-  db = await createScratchDatabase();
+  // The product's database, as the load test uses it: every question's writes check its lease.
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
 });
 afterAll(async () => {
@@ -38,23 +35,21 @@ afterAll(async () => {
 
 describe('one process answering many customers at once', () => {
   it(`answers ${CUSTOMERS} questions in ${CUSTOMERS} conversations at once, each saved whole`, async () => {
-    const store = hardenedStore(DEFAULT_BUDGET);
-    const options = { llm: fake.llm('openai'), store, logDir: process.env.LOG_DIR!, quiet: true };
+    // One Nimbus for the process, as the load test makes it; each question asked the one way.
+    const nimbus = new Nimbus(testSettings(fake.llm('openai')));
     const asking = Array.from({ length: CUSTOMERS }, async (_, i) => {
       const customer = { id: (i % 8) + 1, name: `Customer ${(i % 8) + 1}`, email: '' };
       const conversation = newConversation(customer.id);
       const question = `Question ${i}: what are my orders?`;
-      const result = await withConversationLock(conversation, () =>
-        runAgent(question, customer, conversation, options),
-      );
-      return { result, conversation };
+      const asked = await nimbus.ask(customer, conversation, question, { quiet: true });
+      return { asked, conversation };
     });
     await fake.waitForChat(CUSTOMERS); // every question holds its lease and waits at the model
     release();
     const done = await Promise.all(asking);
-    expect(done.map(({ result }) => [result.outcome, result.saveError])).toEqual(
-      Array(CUSTOMERS).fill(['answered', undefined]),
-    );
+    expect(
+      done.map(({ asked }) => [asked.result?.outcome, asked.result?.saveError, asked.lost]),
+    ).toEqual(Array(CUSTOMERS).fill(['answered', undefined, undefined]));
     for (const { conversation } of done) {
       const rows = await query<Array<{ role: string }>>(
         'SELECT role FROM messages WHERE conversation_id = ? ORDER BY seq',

@@ -5,14 +5,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import { fullSession } from '../full-session.ts';
+import { createProductDatabase } from '../product-database.ts';
 import { saveNote } from '../../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import {
@@ -29,7 +27,7 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-forget-'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
@@ -51,8 +49,8 @@ async function customerWith(phrase: string) {
   ]);
   const customer = { id, name: phrase, email };
   fake.reply({ text: 'Noted.' });
-  const session = fullSession(customer, fake.llm('gemini'));
-  await session.ask(`My secret word is ${phrase}.`, { logDir: logs });
+  const session = fullSession(customer, fake.llm('gemini'), undefined, { logDir: logs });
+  await session.ask(`My secret word is ${phrase}.`);
   await saveNote(id, session.conversation.id, `Likes ${phrase}.`, null);
   return { ...customer, conversation: session.conversation.id };
 }

@@ -13,10 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../../shared/testing/run-script.ts';
@@ -24,6 +21,7 @@ import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { saveNote } from '../../notes/notes-queries.ts';
 import { fullSession } from '../full-session.ts';
+import { createProductDatabase } from '../product-database.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 
@@ -36,7 +34,7 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
   logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-logs-'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
@@ -53,8 +51,8 @@ async function chatAbout(phrase: string): Promise<string> {
     { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] },
     (view) => ({ text: `About "${view.lastUserText}": it shipped.` }),
   );
-  const session = fullSession(maya, fake.llm('gemini'));
-  await session.ask(`My secret word is ${phrase}. Where is order 1042?`, { logDir: logs });
+  const session = fullSession(maya, fake.llm('gemini'), undefined, { logDir: logs });
+  await session.ask(`My secret word is ${phrase}. Where is order 1042?`);
   return session.conversation.id;
 }
 

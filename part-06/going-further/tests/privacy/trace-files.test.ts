@@ -1,4 +1,4 @@
-// Trace files keep whole lines, never write through a link, and never come back once deleted.
+// Trace files as the full Nimbus writes them (the core's Trace): never written through a link, never back once deleted, and a line a full disk cut short hides nothing from forgetting.
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -17,8 +17,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Trace } from '../../../trace.ts';
-import { deleteTraceFile } from '../../privacy/trace-files.ts';
-import { erasureSafeTraces } from '../../privacy/trace-files.ts';
+import { deleteTraceFile, dropQuestions } from '../../privacy/trace-files.ts';
 
 let logs: string;
 beforeAll(() => {
@@ -27,8 +26,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(logs, { recursive: true, force: true }));
 
-/** The full Nimbus's writer, as its chat and ask.ts give it to every question of the process. */
-const appendLines = erasureSafeTraces(() => true);
 /** The warnings traces print on stderr (and carry on), a line each. */
 let warnings: string[] = [];
 const stderr = new Writable({
@@ -41,13 +38,22 @@ const stderr = new Writable({
 let next = 0;
 /** A trace of a conversation that has something saved, so every event goes to its file at once. */
 function newTrace(id = (++next).toString(16).padStart(32, 'a')): Trace {
-  return new Trace({ id, saved: true }, { logDir: logs, quiet: true, stderr, appendLines });
+  return new Trace({ id, saved: true }, { logDir: logs, quiet: true, stderr });
 }
 
 /** From now on, the warnings the trace prints: call the result to read them. */
 function captureWarnings(): () => string[] {
   warnings = [];
   return () => warnings;
+}
+
+function isJson(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Every line of a file, each checked to be one whole JSON event. */
@@ -79,28 +85,35 @@ describe('a trace file', () => {
     expect(readFileSync(elsewhere, 'utf8')).toBe('not ours\n');
   });
 
-  it('keeps whole lines when the disk fills up in the middle of one', () => {
-    const trace = newTrace();
-    trace.event('start', { question: 'Where is order 1042?' });
+  it('cut short by a full disk in the middle of a line, still gives up every event after it to forgetting, and keeps the other questions', () => {
+    const other = newTrace();
+    other.event('start', { question: 'Hello?' });
+    const trace = newTrace(path.basename(other.file, '.jsonl')); // the next question, same file
+    trace.event('start', { question: 'My gate code is 4711.' });
     const before = statSync(trace.file).size;
-    const warned = captureWarnings();
     // The most this process may write to a file, a few bytes past its end: the next line is cut
-    // short there by the kernel (a short write, then EFBIG), exactly as a full disk cuts it.
+    // short there by the kernel (a short write), exactly as a full disk cuts it.
     const restore = limitFileSize(before + 10);
     try {
-      trace.event('tool_call', {
-        step: 1,
-        name: 'get_order_status',
-        arguments: { order_id: 1042 },
-      });
+      trace.event('tool_call', { step: 1, name: 'remember_note', arguments: { text: '4711' } });
     } finally {
       restore();
     }
-    trace.event('end', { answer: 'It shipped.' });
+    trace.event('end', { answer: 'Noted: gate code 4711.' });
 
-    expect(statSync(trace.file).size).toBe(before);
-    expect(events(trace.file).map((event) => event.type)).toEqual(['start']);
-    expect(warned()[0]).toContain('(EFBIG); carrying on without it.');
+    // The cut line has the next event glued onto it: the question's words are still in the file…
+    const lines = readFileSync(trace.file, 'utf8').split('\n');
+    expect(lines.map((line) => (line ? isJson(line) : 'empty'))).toEqual([
+      true,
+      true,
+      false,
+      'empty',
+    ]);
+    expect(lines[2]).toContain('Noted: gate code 4711.');
+    // …and forgetting the question (what deleting a note does) finds every event of it, the glued one too.
+    dropQuestions(trace.file, (event) => event.trace === trace.id && event.type === 'end');
+    expect(readFileSync(trace.file, 'utf8')).not.toContain('4711');
+    expect(events(trace.file).map((event) => event.question)).toEqual(['Hello?']);
   });
 
   it('is not created again once deleted: an erasure deleted it while the question ran', () => {

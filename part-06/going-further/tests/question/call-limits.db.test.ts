@@ -3,11 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../shared/config.ts';
 import { query } from '../../../../shared/db.ts';
-import { chatWithTools, type Message, type ToolMessage } from '../../../../shared/llm/index.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { Message, ToolMessage } from '../../../../shared/llm/index.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import {
   startFakeProvider,
   type ChatView,
@@ -17,16 +14,16 @@ import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { DEFAULT_BUDGET } from '../../../context.ts';
 import { buildIndex } from '../../../embedding-index.ts';
 import { fullSession } from '../full-session.ts';
+import { createProductDatabase } from '../product-database.ts';
 import {
   DEFAULT_MAX_TOOL_CALLS,
-  fitResults,
   MAX_SEARCHES_PER_QUESTION,
   maxToolCallsPerReply,
-  SEARCH_LIMIT_ERROR,
+  searchLimitError,
   tooManyCalls,
-  withCallLimits,
 } from '../../question/call-limits.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
+import { fitResults } from '../../store/fit-results.ts';
 
 const ASK = fileURLToPath(new URL('../../ask.ts', import.meta.url));
 const CHAT = fileURLToPath(new URL('../../chat.ts', import.meta.url));
@@ -37,7 +34,7 @@ let db: ScratchDatabase;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
   await buildIndex(fake.llm('gemini')); // so that search_help_center searches by meaning, paying each time
 });
@@ -173,19 +170,16 @@ describe.each(['gemini', 'openai'] as const)('help-center searches, %s', (provid
       })),
     });
     fake.reply(searches(1), searches(4), { text: 'Refunds take 5 days.' });
+    // The limits are the question's own: Nimbus.ask bounds every question it answers.
     const session = fullSession(maya, fake.llm(provider));
-    const callModel = withCallLimits(chatWithTools, {
-      maxCalls: DEFAULT_MAX_TOOL_CALLS,
-      maxResultChars: DEFAULT_BUDGET.maxChars,
-    });
-    const outcome = await session.ask('How do refunds work?', { callModel });
+    const outcome = await session.ask('How do refunds work?');
     expect(outcome.outcome).toBe('answered');
     expect(fake.requests.filter((request) => request.kind === 'embed')).toHaveLength(4);
     expect(errors(fake.chats()[1].view!)).toEqual([undefined, undefined, undefined]);
     expect(errors(fake.chats()[2].view!)).toEqual([
       undefined,
-      SEARCH_LIMIT_ERROR,
-      SEARCH_LIMIT_ERROR,
+      searchLimitError('search_help_center'),
+      searchLimitError('search_help_center'),
     ]);
   });
 });

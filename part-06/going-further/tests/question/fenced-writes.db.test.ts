@@ -1,13 +1,10 @@
-// Every write of a question goes through one fenced path; once an erasure took its conversation, a tool's ticket, its saves and its trace lines land nowhere, and the chat names no erased conversation.
+// Every write of a question checks its lease in the product's database; once an erasure took its conversation, a tool's ticket, its saves and its trace lines land nowhere, and the chat names no erased conversation.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { logDir } from '../../../../shared/config.ts';
-import { query, withTransaction } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import { query } from '../../../../shared/db.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import {
   collect,
@@ -17,12 +14,12 @@ import {
 } from '../../../../shared/testing/run-script.ts';
 import { conversationTraceFile } from '../../../trace.ts';
 import { fullSession } from '../full-session.ts';
-import { ERASED_WHILE_ANSWERING, LeaseLost, takeLeases } from '../../question/lease.ts';
+import { createProductDatabase } from '../product-database.ts';
+import { whatHappened } from '../../nimbus.ts';
+import { takeLeases } from '../../question/lease.ts';
 import { saveNote } from '../../notes/notes-queries.ts';
-import { withCustomerNotes } from '../../notes/recall-notes.ts';
 import { forgetCustomer } from '../../privacy/delete-conversations.ts';
 import { waitUntil } from '../../../../shared/testing/wait-until.ts';
-import { customerMemoryTools } from '../../notes/notes-tools.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 
 const CHAT = fileURLToPath(new URL('../../chat.ts', import.meta.url));
@@ -34,7 +31,8 @@ let db: ScratchDatabase;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  // The product's database: every write of a question checks its lease, as in the chat.
+  db = await createProductDatabase();
   await ensureFullDatabase(() => {});
 });
 afterAll(async () => {
@@ -45,6 +43,22 @@ afterAll(async () => {
 /** Another process's lease, as a test makes one up: gone with the test, or the next would wait for it. */
 const OTHER_HOLDER = 'e'.repeat(32);
 afterEach(() => query('DELETE FROM question_leases WHERE holder = ?', [OTHER_HOLDER]));
+
+/** What every entry says once a question's conversation was erased while it was answered. */
+const ERASED_WHILE_ANSWERING = whatHappened({
+  conversation: { id: '', customerId: 0, saved: false },
+  restarted: false,
+  lost: 'erased',
+  tickets: [],
+})!;
+
+/** The erasure as forget.ts makes it, without its wait: the lease taken from the question, the conversation and its trace deleted. */
+async function eraseNow(id: string): Promise<void> {
+  const letGo = await takeLeases([{ id, customerId: maya.id }], { waitSeconds: 0, takeOver: true });
+  await query('DELETE FROM conversations WHERE id = ?', [id]);
+  rmSync(conversationTraceFile(logDir(process.env), id), { force: true });
+  await letGo();
+}
 
 describe('an erasure that takes the conversation while its question runs', () => {
   it('is final: the ticket the model then asks for is never opened, nothing of the question is stored, and the chat names the erased conversation no more', async () => {
@@ -71,31 +85,28 @@ describe('an erasure that takes the conversation while its question runs', () =>
 
     // Meanwhile the erasure (as forget.ts does, here without its wait): takes the lease from the
     // question, deletes the conversation and its trace, lets the lease go.
-    const letGo = await takeLeases([{ id, customerId: maya.id }], {
-      waitSeconds: 0,
-      takeOver: true,
-    });
-    await query('DELETE FROM conversations WHERE id = ?', [id]);
-    rmSync(trace, { force: true });
-    await letGo();
+    await eraseNow(id);
     release();
 
     // The ticket's write found the lease taken: the question stops there, and says so.
     await waitForOutput(chat, ERASED_WHILE_ANSWERING);
     chat.stdin.end();
-    const { stdout, code } = await done;
+    const { stdout, stderr, code } = await done;
     expect(code).toBe(0);
     expect(await query('SELECT id FROM tickets WHERE summary = ?', [SECRET])).toEqual([]);
     expect(fake.chats()).toHaveLength(asked + 1); // no paid call for a question that cannot be kept
     expect(await query('SELECT seq FROM messages WHERE conversation_id = ?', [id])).toEqual([]);
     expect(await query('SELECT id FROM conversations WHERE id = ?', [id])).toEqual([]);
     expect(existsSync(trace)).toBe(false);
-    // Said once, and the erased id is offered nowhere after it: no "Resume later with" it.
+    // Said once and truly, and the erased id is offered nowhere after it: no "Resume later with" it.
+    expect(stdout.split(ERASED_WHILE_ANSWERING)).toHaveLength(2);
     const after = stdout.slice(stdout.indexOf(ERASED_WHILE_ANSWERING));
-    expect(after).toMatch(/Continuing in a new conversation: [0-9a-f]{32}\n/);
+    expect(after).toMatch(/^[^\n]* Your next question starts a new conversation\.\n/);
     expect(after).not.toContain(id);
     expect(stdout).not.toContain(`--resume=${id}`);
-    expect(stdout).not.toContain('Not saved');
+    // Nothing claims the question's steps were saved, or that it was cancelled.
+    expect(stdout + stderr).not.toContain('Not saved');
+    expect(stdout + stderr).not.toContain('Cancelled');
   });
 
   it('holds back a question of the customer that starts while it runs: nothing it deletes is written back', async () => {
@@ -103,7 +114,7 @@ describe('an erasure that takes the conversation while its question runs', () =>
     fake.reply({ text: 'Hello!' });
     const first = fullSession(maya, fake.llm('gemini'));
     await first.ask('Hi');
-    await saveNote(maya.id, first.conversation.id, SECRET, null, withTransaction);
+    await saveNote(maya.id, first.conversation.id, SECRET, null);
     let releaseFirst!: () => void;
     fake.reply({ text: 'Done.', gate: new Promise<void>((resolve) => (releaseFirst = resolve)) });
     const asked = fake.chats().length;
@@ -124,8 +135,7 @@ describe('an erasure that takes the conversation while its question runs', () =>
       text: JSON.stringify(view).includes('4711-SECRET') ? `You told me: ${SECRET}` : 'No notes.',
       gate: secondGate,
     }));
-    const second = fullSession(maya, fake.llm('gemini'));
-    second.options.store = withCustomerNotes(second.options.store, 1500);
+    const second = fullSession(maya, fake.llm('gemini')); // with her notes, as the chat
     const answeringSecond = second.ask('What do you know about me?');
     releaseFirst();
     await answeringFirst;
@@ -137,61 +147,49 @@ describe('an erasure that takes the conversation while its question runs', () =>
     );
   });
 
-  it('leaves no trace line of what the question did after its lease was taken', async () => {
+  it('brings back no trace file the erasure deleted: what the question did afterwards is written nowhere', async () => {
     fake.reply({ text: 'Hello!' });
     const session = fullSession(maya, fake.llm('openai'));
     await session.ask('Hi');
     const id = session.conversation.id;
+    const trace = conversationTraceFile(logDir(process.env), id);
     let release!: () => void;
-    fake.reply(
-      {
-        tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }],
-        gate: new Promise<void>((resolve) => (release = resolve)),
-      },
-      { text: 'Order 1042 has shipped.' },
-    );
+    fake.reply({
+      tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }],
+      gate: new Promise<void>((resolve) => (release = resolve)),
+    });
     const asked = fake.chats().length;
-    const answering = session.ask('Where is order 1042?');
+    const answering = session.asked('Where is order 1042?');
     await fake.waitForChat(asked + 1);
-    // Another process took the lease (this process was frozen past the expiry, or an erasure).
-    await query('UPDATE question_leases SET holder = ? WHERE conversation_id = ?', [
-      OTHER_HOLDER,
-      id,
-    ]);
+    expect(readFileSync(trace, 'utf8')).toContain('Where is order 1042?'); // its first lines
+    await eraseNow(id);
     release();
-    const result = await answering;
-    expect(result.saveError).toMatch(/^Not saved: .*was deleted or taken over/);
-    // Its lines until the first fenced write found the lease gone (the step's save), none after it:
-    // no "could not save", no answer, no end. (Files cannot join the transaction: see leaseFence.)
-    const lines = readFileSync(result.traceFile, 'utf8').split('\n').filter(Boolean);
-    const events = lines.map((line) => JSON.parse(line) as { trace: string; type: string });
-    const question = lines.findIndex((line) => line.includes('"question":"Where is order 1042?"'));
-    const thisTrace = events[question].trace;
-    expect(events.filter((e) => e.trace === thisTrace).map((e) => e.type)).toEqual([
-      'start',
-      'memory',
-      'tool_call',
-      'tool_result',
-    ]);
+
+    const erased = await answering;
+    expect(erased.lost).toBe('erased');
+    expect(whatHappened(erased)).toBe(ERASED_WHILE_ANSWERING);
+    expect(erased.result!.saved).toBe(false);
+    // Its tool call and result, its failed save and its end came after: the file is not created again.
+    expect(existsSync(trace)).toBe(false);
+    expect(await query('SELECT seq FROM messages WHERE conversation_id = ?', [id])).toEqual([]);
+    expect(fake.chats()).toHaveLength(asked + 1); // stopped at the save the fence refused
+    // The next question starts a new conversation, traced in a file of its own.
+    expect(session.conversation.id).not.toBe(id);
   });
 
-  it('deletes no note through forget_notes once the lease is taken: the notes tools write through the fence too', async () => {
+  it('deletes no note through forget_notes once the lease is taken: the privacy tools write through the fence too', async () => {
     fake.reply({ text: 'Hello!' });
     const session = fullSession(maya, fake.llm('gemini'));
     await session.ask('Hi');
     const id = session.conversation.id;
-    await saveNote(maya.id, id, 'Call me by email only.', null, withTransaction);
+    await saveNote(maya.id, id, 'Call me by email only.', null);
     let release!: () => void;
-    fake.reply(
-      {
-        tool_calls: [{ name: 'forget_notes', arguments: { all: true } }],
-        gate: new Promise<void>((resolve) => (release = resolve)),
-      },
-      (view) => ({ text: `Sorry: ${JSON.stringify(view.toolResults[0].result)}` }),
-    );
+    fake.reply({
+      tool_calls: [{ name: 'forget_notes', arguments: { all: true } }],
+      gate: new Promise<void>((resolve) => (release = resolve)),
+    });
     const asked = fake.chats().length;
-    const tools = customerMemoryTools(logDir(process.env));
-    const answering = session.ask('Forget my notes, please.', { tools });
+    const answering = session.asked('Forget my notes, please.');
     await fake.waitForChat(asked + 1);
     // Another holder took the lease while the model was answering (an erasure, a reset).
     await query('UPDATE question_leases SET holder = ? WHERE conversation_id = ?', [
@@ -199,7 +197,9 @@ describe('an erasure that takes the conversation while its question runs', () =>
       id,
     ]);
     release();
-    await answering;
+    const taken = await answering;
+    expect(taken.lost).toBe('taken over');
+    expect(fake.chats()).toHaveLength(asked + 1); // the question stopped: no paid call after
     const notes = await query<unknown[]>('SELECT id FROM customer_notes WHERE customer_id = ?', [
       maya.id,
     ]);
@@ -227,7 +227,8 @@ describe('an erasure that takes the conversation while its question runs', () =>
     const reset = await runScript(SETUP, ['--yes'], { env });
     expect(reset.code, reset.stderr).toBe(0);
     release();
-    await waitForOutput(chat, new LeaseLost().message); // the question stops at the ticket's write
+    // The question stops at the ticket's write, and says what happened: the reset erased it.
+    await waitForOutput(chat, ERASED_WHILE_ANSWERING);
     chat.stdin.end();
     const { stdout, stderr } = await done;
     expect(fake.chats()).toHaveLength(asked + 1);

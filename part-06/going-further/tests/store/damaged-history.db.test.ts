@@ -1,4 +1,5 @@
 // Damaged stored history (older code, hand edits, crashes elsewhere) never reaches a provider, for both providers, and the full viewer shows it in place.
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
@@ -13,7 +14,7 @@ import { turnsView } from '../../store/message-rows.ts';
 import { describeConversation } from '../../../stored-conversations.ts';
 import { loadRows } from '../../store/message-rows.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
-import { shownMessages, type Damage } from '../../store/read-history.ts';
+import { describeDamage, shownMessages, type Damage } from '../../store/read-history.ts';
 import { fullSession } from '../full-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -44,6 +45,18 @@ const result = (id: string) => ({
   name: 'get_order_status',
   content: '{"status":"shipped"}',
 });
+
+/** Where a question's notices go (Watch.stderr), and the lines said there. */
+function notices() {
+  const lines: string[] = [];
+  const stderr = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { stderr, said: () => lines };
+}
 
 /** Stores rows exactly as given (role column, raw data text), numbered on; returns their seqs. */
 async function storeRaw(conversationId: string, rows: Array<[string, string]>): Promise<number[]> {
@@ -143,14 +156,14 @@ describe.each(['gemini', 'openai'] as const)('%s', (provider) => {
     async ({ rows, damaged, reason }) => {
       const { id, ids } = await damagedConversation(rows);
       fake.reply({ text: 'Anything else?' });
-      const reported: Damage[] = [];
       const conversation = await findConversation(id, 1);
-      const session = fullSession(maya, fake.llm(provider), conversation!, {
-        onDamaged: (_, damage) => reported.push(...damage),
-      });
-      const asked = await session.ask('Thanks!');
+      const session = fullSession(maya, fake.llm(provider), conversation!);
+      const { stderr, said } = notices();
+      const asked = await session.ask('Thanks!', { stderr });
       expect(asked.answer).toBe('Anything else?');
-      expect(reported).toEqual(damaged.map((i) => ({ seq: ids[i], reason })));
+      // Named to whoever runs Nimbus, even quiet: which rows, and why.
+      const left: Damage[] = damaged.map((i) => ({ seq: ids[i], reason }));
+      expect(said()).toEqual([describeDamage(id, left)]);
       const request = fake.chats().at(-1)!;
       expect(request.status).toBe(200);
       expect(request.view!.messages.map((m) => m.role)).toEqual([
@@ -200,18 +213,13 @@ describe('a row MariaDB accepts but JSON.parse refuses', () => {
       ]).catch((error: Error) => error);
       // MySQL refuses such a row when it is written, so it can never be read back; MariaDB stores it.
       if (stored instanceof Error) return expect(stored.message).toMatch(/Invalid JSON text/i);
-      const reported: Damage[] = [];
       fake.reply({ text: 'Anything else?' });
-      const session = fullSession(
-        maya,
-        fake.llm('gemini'),
-        { ...conversation, saved: true },
-        {
-          onDamaged: (_, damage) => reported.push(...damage),
-        },
-      );
-      expect((await session.ask('Thanks!')).answer).toBe('Anything else?');
-      expect(reported).toEqual([{ seq: stored[1], reason: 'invalid JSON' }]);
+      const session = fullSession(maya, fake.llm('gemini'), { ...conversation, saved: true });
+      const { stderr, said } = notices();
+      expect((await session.ask('Thanks!', { stderr })).answer).toBe('Anything else?');
+      expect(said()).toEqual([
+        describeDamage(conversation.id, [{ seq: stored[1], reason: 'invalid JSON' }]),
+      ]);
       expect(await shown(conversation.id)).toContain(`#${stored[1]} [left out: invalid JSON]`);
     },
   );

@@ -11,12 +11,11 @@ import {
   startPausableProxy,
   type PausableProxy,
 } from '../../../../shared/testing/pausable-proxy.ts';
-import { runAgent } from '../../../agent.ts';
-import { DEFAULT_BUDGET } from '../../../context.ts';
 import { newConversation, type Conversation } from '../../../memory.ts';
+import { Nimbus } from '../../nimbus.ts';
+import { ClusterDatabase } from '../../store/cluster-database.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
-import { hardenedStore } from '../../store/hardened-store.ts';
-import { withConversationLock } from '../../question/lease.ts';
+import { testSettings } from '../full-session.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 let fake: FakeProvider;
@@ -28,8 +27,9 @@ beforeAll(async () => {
   db = await createScratchDatabase();
   await ensureFullDatabase(() => {});
   proxy = await startPausableProxy(dbSettings(process.env).host, dbSettings(process.env).port);
-  // From here on this file's statements go through the proxy.
-  await useDatabase(dbSettings({ ...process.env, DB_PORT: String(proxy.port) }));
+  // From here on this file's statements go through the proxy, to the full Nimbus's database.
+  const settings = dbSettings({ ...process.env, DB_PORT: String(proxy.port) });
+  await useDatabase(new ClusterDatabase({ ...settings, servers: [settings] }));
 });
 afterAll(async () => {
   await useDatabase(dbSettings(process.env));
@@ -52,18 +52,18 @@ async function rowsOf(conversation: Conversation) {
 const lookUp = { tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1042 } }] };
 
 describe.each(['gemini', 'openai'] as const)('a COMMIT whose answer is lost, %s', (provider) => {
-  const ask = (conversation: Conversation, question: string) =>
-    runAgent(question, maya, conversation, {
-      llm: fake.llm(provider),
-      store: hardenedStore(DEFAULT_BUDGET),
-      logDir: process.env.LOG_DIR!,
-      quiet: true,
-    });
+  /** One question as every entry asks it (Nimbus.ask: its lease, every write fenced); it must start. */
+  const ask = async (conversation: Conversation, question: string) => {
+    const nimbus = new Nimbus(testSettings(fake.llm(provider)));
+    const asked = await nimbus.ask(maya, conversation, question, { quiet: true });
+    expect(asked.lost).toBeUndefined();
+    return asked.result!;
+  };
 
   it("on a new conversation's first save: found saved, stored once, and the conversation stays saveable", async () => {
     const conversation = newConversation(maya.id);
     fake.reply(lookUp, { text: 'Order 1042 has shipped.' });
-    proxy.loseNextCommitAnswer(); // get_order_status only reads: the first COMMIT is the first save
+    proxy.loseNextCommitAnswer(/INSERT INTO messages/); // the first save's COMMIT, after the lease's
     const result = await ask(conversation, 'Where is order 1042?');
     expect(result.saveError).toBeUndefined();
     expect(conversation.saved).toBe(true);
@@ -84,7 +84,7 @@ describe.each(['gemini', 'openai'] as const)('a COMMIT whose answer is lost, %s'
     fake.reply({ text: 'Hello!' });
     await ask(conversation, 'Hi');
     fake.reply(lookUp, { text: 'Order 1042 has shipped.' });
-    proxy.loseNextCommitAnswer();
+    proxy.loseNextCommitAnswer(/INSERT INTO messages/); // the step's save, not the lease's
     const result = await ask(conversation, 'Where is order 1042?');
     expect(result.saveError).toBeUndefined();
     const rows = await rowsOf(conversation);
@@ -105,8 +105,8 @@ describe.each(['gemini', 'openai'] as const)('a COMMIT whose answer is lost, %s'
   it("on a lease's own COMMIT: the lease is found to be ours, and the question runs", async () => {
     const conversation = newConversation(maya.id);
     fake.reply({ text: 'Hello!' });
-    proxy.loseNextCommitAnswer(); // the first COMMIT is now the lease's
-    const result = await withConversationLock(conversation, () => ask(conversation, 'Hi'));
+    proxy.loseNextCommitAnswer(/INSERT INTO question_leases/); // the lease's COMMIT
+    const result = await ask(conversation, 'Hi');
     expect(result.outcome).toBe('answered');
     expect(result.saveError).toBeUndefined();
     expect(
@@ -118,17 +118,14 @@ describe.each(['gemini', 'openai'] as const)('a COMMIT whose answer is lost, %s'
 describe('connections cut mid-question', () => {
   it('cost no statement that can be tried again: the history is read again and the question answered', async () => {
     const conversation = newConversation(maya.id);
-    const options = {
-      llm: fake.llm('openai'),
-      store: hardenedStore(DEFAULT_BUDGET),
-      logDir: process.env.LOG_DIR!,
-      quiet: true,
-    };
+    const nimbus = new Nimbus(testSettings(fake.llm('openai')));
     fake.reply({ text: 'Hello!' });
-    await runAgent('Hi', maya, conversation, options);
+    await nimbus.ask(maya, conversation, 'Hi', { quiet: true });
     proxy.cutAll(); // every pooled connection is now dead, and the pool does not know yet
     fake.reply(lookUp, { text: 'Order 1042 has shipped.' });
-    const result = await runAgent('Where is order 1042?', maya, conversation, options);
+    const asked = await nimbus.ask(maya, conversation, 'Where is order 1042?', { quiet: true });
+    expect(asked.lost).toBeUndefined();
+    const result = asked.result!;
     expect(result.outcome).toBe('answered');
     expect(result.saveError).toBeUndefined();
     expect((await rowsOf(conversation)).map((row) => row.role)).toEqual([

@@ -13,6 +13,7 @@ import {
 } from '../../../../shared/testing/pausable-proxy.ts';
 import type { Conversation } from '../../../memory.ts';
 import { fullSession } from '../full-session.ts';
+import { ClusterDatabase } from '../../store/cluster-database.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -25,11 +26,15 @@ beforeAll(async () => {
   db = await createScratchDatabase();
   await ensureFullDatabase(() => {});
   proxy = await startPausableProxy(dbSettings(process.env).host, dbSettings(process.env).port);
-  // From here on this file's statements go through the proxy, and a COMMIT held there is given up
-  // on after 4 s (handed in as an entry script would).
-  await useDatabase(
-    dbSettings({ ...process.env, DB_PORT: String(proxy.port), DB_TIMEOUT_SECONDS: '4' }),
-  );
+  // From here on this file's statements go through the proxy to the full Nimbus's database (every
+  // write of a question fenced), and a COMMIT held there is given up on after 4 s (handed in as an
+  // entry script would).
+  const settings = dbSettings({
+    ...process.env,
+    DB_PORT: String(proxy.port),
+    DB_TIMEOUT_SECONDS: '4',
+  });
+  await useDatabase(new ClusterDatabase({ ...settings, servers: [settings] }));
 });
 afterAll(async () => {
   await useDatabase(dbSettings(process.env));

@@ -3,10 +3,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectionOptions, query } from '../../../../shared/db.ts';
-import {
-  createScratchDatabase,
-  type ScratchDatabase,
-} from '../../../../shared/testing/database.ts';
+import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import {
   startFakeProvider,
   type ChatView,
@@ -27,9 +24,13 @@ import { loadRows } from '../../store/message-rows.ts';
 import { WAITING_FOR_OTHER_QUESTION } from '../../question/lease.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { readHistory } from '../../store/read-history.ts';
-import { coreSession, type TestSession } from '../../../tests/test-session.ts';
+import { coreSession } from '../../../tests/test-session.ts';
 import { fullSession } from '../full-session.ts';
+import { createProductDatabase } from '../product-database.ts';
+import { whatHappened } from '../../nimbus.ts';
+import { hardenedStore } from '../../store/hardened-store.ts';
 import type { LlmSettings } from '../../../../shared/config.ts';
+import type { AgentResult } from '../../../agent.ts';
 import type { Customer } from '../../../session.ts';
 
 /** The chapter's chat (plain store, readline). */
@@ -40,7 +41,11 @@ const FULL_ASK = fileURLToPath(new URL('../../ask.ts', import.meta.url));
 /** Which chat, and the session that asks in-process the way it does. */
 type Chat = {
   script: string;
-  session: (customer: Customer, llm: LlmSettings, conversation?: Conversation) => TestSession;
+  session: (
+    customer: Customer,
+    llm: LlmSettings,
+    conversation?: Conversation,
+  ) => { conversation: Conversation; ask(question: string): Promise<AgentResult> };
 };
 const core: Chat = { script: CHAT, session: coreSession };
 const full: Chat = { script: FULL_CHAT, session: fullSession };
@@ -51,7 +56,7 @@ let admin: mysql.Connection; // the test's own connection, to hold locks
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  db = await createScratchDatabase();
+  db = await createProductDatabase(); // the full chat's, fenced by the lease, in-process too
   await ensureFullDatabase(() => {}); // the core chat and the full one share it
   admin = await mysql.createConnection({ ...connectionOptions(), database: db.name });
 });
@@ -242,10 +247,7 @@ describe('a ticket opened just before the answer was cut off', () => {
       // The context built on the next load closes it with a note that names the ticket, so it
       // outlives compaction.
       const conversation = (await findConversation(id, maya.id))!;
-      const store =
-        chat === core
-          ? plainStore(DEFAULT_BUDGET)
-          : fullSession(maya, fake.llm(provider)).options.store;
+      const store = chat === core ? plainStore(DEFAULT_BUDGET) : hardenedStore(DEFAULT_BUDGET);
       const { messages } = await store.loadContext(conversation, '');
       expect(messages.at(-1)).toEqual({
         role: 'assistant',
@@ -386,11 +388,16 @@ describe('a question whose lease ran out while it worked (its process frozen pas
     expect(second.stderr).not.toContain(WAITING_FOR_OTHER_QUESTION);
     release();
     const firstDone = await first;
-    // Its answer is shown, and it says why it was not kept.
+    // Its answer is shown, and it says why it was not kept: taken over, as every entry says it.
     expect(firstDone.stdout).toBe('Answer to: First process\n');
-    expect(firstDone.stderr).toContain(
-      'Not saved: This conversation was deleted or taken over while Nimbus was answering',
-    );
+    const takenOver = whatHappened({
+      conversation: { id, customerId: maya.id, saved: true },
+      restarted: false,
+      lost: 'taken over',
+      tickets: [],
+    })!;
+    expect(firstDone.stderr).toContain(takenOver);
+    expect(firstDone.stderr).not.toContain('Not saved');
     expect(firstDone.code).toBe(1);
 
     const history = await loadHistory(id);
