@@ -102,7 +102,11 @@ export class ClusterDatabase extends Database<ClusterSettings> {
       // already stored is found by its key): one whose COMMIT's answer never came runs once more and
       // finds what the first did, so the customer hears that (the ticket's number), not a failure.
       if (!(error instanceof CommitUnknown)) throw error;
-      return super.transaction(fenced);
+      // If the second try fails too, the first one's fate is still unknown: that is what is said (a
+      // save then looks before it saves again), never the second's "nothing was written".
+      return super.transaction(fenced).catch(() => {
+        throw error;
+      });
     }
   }
 

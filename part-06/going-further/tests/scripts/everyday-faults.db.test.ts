@@ -166,12 +166,14 @@ describe('a conversation deleted while its full chat is open', () => {
     );
     child.stdin.end('Second\n');
     const result = await done;
+    // The answer, then what happened, once, as every entry says it (whatHappened): naming the new one.
     expect(result.stdout).toMatch(
       new RegExp(
-        `This conversation was deleted, so nothing more is saved in it\\. Continuing in a new conversation: ([0-9a-f]{32})\\nNimbus: Second answer\\.`,
+        `Nimbus: Second answer\\.\\n\\nThe conversation you were in had been deleted, so this question started a new one: ([0-9a-f]{32})\\.\\n`,
       ),
     );
-    const next = result.stdout.match(/Continuing in a new conversation: ([0-9a-f]{32})/)![1];
+    const next = result.stdout.match(/started a new one: ([0-9a-f]{32})/)![1];
+    expect(next).not.toBe(id);
     expect(await query('SELECT id FROM conversations WHERE id = ?', [id])).toEqual([]);
     expect(existsSync(path.join(logs, 'conversations', `${id}.jsonl`))).toBe(false);
     expect((await loadRows(next)).map((r) => r.role)).toEqual(['user', 'assistant']);
