@@ -49,13 +49,18 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function databaseNames(): Promise<string[]> {
+/**
+ * The eval's scratch databases; with `pid`, only those the eval run in that process made (their names
+ * say which): other test files run evals at the same time.
+ */
+async function databaseNames(pid?: number): Promise<string[]> {
   const admin = await mysql.createConnection(connectionOptions());
   try {
     const [rows] = await admin.query<mysql.RowDataPacket[]>(
       "SELECT schema_name AS name FROM information_schema.schemata WHERE schema_name LIKE 'nimbus\\_eval\\_%'",
     );
-    return rows.map((row) => String(row.name));
+    const made = new RegExp(`^nimbus_eval_[0-9a-f]+_${pid}_[0-9a-f]+$`);
+    return rows.map((row) => String(row.name)).filter((name) => !pid || made.test(name));
   } finally {
     await admin.end();
   }
@@ -156,14 +161,13 @@ describe('npm run eval', () => {
     const fake = await startFakeProvider({
       fallback: (view) => ({ ...carefulModel(view), gate: held }),
     });
-    const before = await databaseNames();
     const child = startScript(EVAL, [`--scenarios=${file}`, '--only=delivered', '--trials=1'], {
       env: { ...fake.env('gemini'), DB_NAME: named.name, LOG_DIR: path.join(dir, 'logs') },
     });
     const done = collect(child);
     try {
       await fake.waitForChat(1); // the trial's sitting is asking the model
-      const scratch = (await databaseNames()).filter((name) => !before.includes(name));
+      const scratch = await databaseNames(child.pid);
       expect(scratch.length).toBeGreaterThan(0);
       child.kill('SIGINT');
       const result = await done;
@@ -184,7 +188,7 @@ describe('npm run eval', () => {
         error: { status: 401, message: 'API key not valid. Please pass a valid API key.' },
       },
     });
-    const before = await databaseNames();
+    const before = await databaseNames(process.pid);
     try {
       // The run itself in-process; its first sitting is still a process of its own.
       const result = await runInProcess(EVAL, [`--scenarios=${file}`, '--trials=2'], {
@@ -197,7 +201,7 @@ describe('npm run eval', () => {
       expect(result.stderr).not.toContain('Unexpected error');
       expect(result.stdout).toBe(''); // no table of one error
       expect(fake.chats().length).toBe(1); // no later trial asked the provider again
-      const left = (await databaseNames()).filter((name) => !before.includes(name));
+      const left = (await databaseNames(process.pid)).filter((name) => !before.includes(name));
       expect(left).toEqual([]);
     } finally {
       await fake.close();
