@@ -116,7 +116,7 @@ describe('a memory budget or a time limit that cannot work', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe(
-      'MEMORY_MAX_CHARS must be a whole number of at least 1 (it is "1e12"). Fix it in .env.\n',
+      'MEMORY_MAX_CHARS must be a whole number of at least 1000 (it is "1e12"). Fix it in .env.\n',
     );
     expect(await databaseExists(unused)).toBe(false);
     expect(fake.chats()).toHaveLength(before);

@@ -9,6 +9,7 @@ import {
 } from '../../../shared/cli.ts';
 import type { LlmSettings } from '../../../shared/config.ts';
 import { commandFor } from '../../../shared/hints.ts';
+import { openClusterDatabase } from '../store/cluster-database.ts';
 import { chatWithTools, type Message } from '../../../shared/llm/index.ts';
 import { streamWithTools } from '../model/stream-with-tools.ts';
 import { startFakeProvider } from '../../../shared/testing/fake-provider.ts';
@@ -111,4 +112,5 @@ function ms(value: number): string {
   return Math.round(value).toString();
 }
 
-if (startedDirectly(import.meta.url)) await runMain(main, usage);
+export const openDatabase = openClusterDatabase;
+if (startedDirectly(import.meta.url)) await runMain(main, usage, { openDatabase });
