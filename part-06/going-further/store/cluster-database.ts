@@ -14,7 +14,7 @@ import {
 } from '../../../shared/db.ts';
 import { capitalized, type Where } from '../../../shared/db-errors.ts';
 import { printable } from '../../../shared/text.ts';
-import { checkFence, currentFence } from './fence.ts';
+import { checkFence, currentFence, LeaseLost } from './fence.ts';
 
 export interface ClusterSettings extends DbSettings {
   /**
@@ -103,9 +103,10 @@ export class ClusterDatabase extends Database<ClusterSettings> {
       // finds what the first did, so the customer hears that (the ticket's number), not a failure.
       if (!(error instanceof CommitUnknown)) throw error;
       // If the second try fails too, the first one's fate is still unknown: that is what is said (a
-      // save then looks before it saves again), never the second's "nothing was written".
-      return super.transaction(fenced).catch(() => {
-        throw error;
+      // save then looks before it saves again), never the second's "nothing was written" — unless the
+      // question lost its lease meanwhile, which is then the truth that matters.
+      return super.transaction(fenced).catch((second: unknown) => {
+        throw second instanceof LeaseLost ? second : error;
       });
     }
   }
