@@ -1,7 +1,7 @@
 // `npm run eval` stopped (issue 42, item 6): Ctrl-C leaves calmly with its scratch databases dropped; kill -9 leaves no sitting calling the model, and the next run drops what it left, saying so; only a dead process's databases on this machine are dropped.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
@@ -51,13 +51,18 @@ async function scratchOf(pid: number): Promise<string[]> {
   );
 }
 
-/** Whether a process is running. */
+/** Whether a process is running: one that ended but was not reaped yet (a zombie) is not. */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (name) state …"; Z is a zombie.
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true; // no /proc here: kill(0) answered
   }
 }
 
@@ -78,7 +83,8 @@ describe('Ctrl-C during npm run eval', () => {
     // A process group of its own, so the test can press Ctrl-C for the eval and its sitting at once.
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.resolve(ROOT_DIR, EVAL), '--only=follow-up', '--trials=1'],
+      // Two trials: the first one's sitting is stopped by the Ctrl-C, and no second may start.
+      ['--import', 'tsx', path.resolve(ROOT_DIR, EVAL), '--only=follow-up', '--trials=2'],
       {
         cwd: ROOT_DIR,
         env: {
@@ -101,6 +107,7 @@ describe('Ctrl-C during npm run eval', () => {
       expect(result.stderr).toContain('Stopped: the scratch database was dropped.');
       expect(result.stderr).not.toContain('Unexpected error');
       expect(result.stderr).not.toContain('DEBUG=1');
+      expect(result.stdout).toBe(''); // no table or report of a run that was stopped
       expect(await scratchOf(child.pid!)).toEqual([]);
       expect(fake.chats()).toHaveLength(1);
     } finally {

@@ -3,10 +3,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import { PassThrough, Writable } from 'node:stream';
 import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dbSettings } from '../../../../shared/config.ts';
+import { runWith, scriptIo } from '../../../../shared/cli.ts';
+import { dbSettings, ROOT_DIR } from '../../../../shared/config.ts';
 import { query } from '../../../../shared/db.ts';
 import { displayPath } from '../../../../shared/hints.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
@@ -19,6 +21,7 @@ import { exportConversation } from '../../privacy/customer-data.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { loadRows } from '../../store/message-rows.ts';
 import { readHistory } from '../../store/read-history.ts';
+import * as exportCustomer from '../../export-customer.ts';
 import { newCustomer, ticketOf } from '../new-customer.ts';
 import { createProductDatabase } from '../product-database.ts';
 
@@ -125,18 +128,51 @@ describe('show-conversation --context on a long conversation', () => {
         env: env({ DB_HOST: '127.0.0.1', DB_PORT: String(relay.port) }),
       });
       expect(shown.code, shown.stderr).toBe(0);
+      // Everything the server sent the view: a small part of what the conversation holds.
+      expect(relay.bytes()).toBeLessThan(Number(stored) / 10);
       expect(shown.stdout).toContain('user: Question 600: where is order 1042?');
       expect(shown.stdout).toContain(
         'Older turns were not read: past the budget, every one of them is dropped.',
       );
       expect(shown.stdout).not.toContain('Question 1: where'); // the first turn, never read
-      // Everything the server sent the view: a small part of what the conversation holds.
-      expect(relay.bytes()).toBeLessThan(Number(stored) / 10);
     } finally {
       await relay.close();
     }
   });
 });
+
+/**
+ * export-customer.ts for this customer, run in-process as runInProcess runs it, with a stdout that
+ * keeps each write apart: what it wrote, write by write.
+ */
+async function exportWrites(customer: Customer) {
+  const writes: string[] = [];
+  let stderr = '';
+  const stdout = new Writable({
+    write(chunk, _encoding, done) {
+      writes.push(chunk.toString());
+      done();
+    },
+  });
+  const io = scriptIo({
+    args: [`--customer=${customer.email}`],
+    env: { ...process.env, NO_COLOR: '1', ...env() },
+    cwd: ROOT_DIR,
+    entry: path.resolve(ROOT_DIR, EXPORT),
+    stdin: new PassThrough(),
+    stdout,
+    stderr: new Writable({
+      write(chunk, _encoding, done) {
+        stderr += chunk.toString();
+        done();
+      },
+    }),
+  });
+  const code = await runWith(exportCustomer.main, exportCustomer.usage, io, {
+    openDatabase: exportCustomer.openDatabase,
+  });
+  return { code, writes, stderr };
+}
 
 /** What export-customer wrote as one object before it streamed: the same fields, every row read at once. */
 async function wholeExport(customer: Customer) {
@@ -192,9 +228,9 @@ describe('export-customer', () => {
     await query("INSERT INTO customer_notes (customer_id, text) VALUES (?, 'Prefers email.')", [
       customer.id,
     ]);
-    // 180 turns of 7 messages (1,260): turn 72 holds messages 498 to 504, across the first batch's end.
+    // 400 turns of 7 messages (2,800): turn 72 holds messages 499 to 505, across the first batch's end.
     // A stray result (a damaged row) is kept in place and marked, as the whole export marks it.
-    const long = Array.from({ length: 180 }, (_, k) => turn(k + 1)).flat();
+    const long = Array.from({ length: 400 }, (_, k) => turn(k + 1)).flat();
     long.splice(20, 0, {
       role: 'tool',
       tool_call_id: 'call_none',
@@ -205,12 +241,16 @@ describe('export-customer', () => {
     await conversationOf(customer, turn(1));
     await conversationOf(customer, []); // a conversation with no messages
 
-    const exported = await runInProcess(EXPORT, [`--customer=${customer.email}`], { env: env() });
+    const exported = await exportWrites(customer);
     expect(exported.code, exported.stderr).toBe(0);
-    const written = JSON.parse(exported.stdout); // valid JSON, or this throws
+    const text = exported.writes.join('');
+    const written = JSON.parse(text); // valid JSON, or this throws
+    // Written a batch at a time as it is read: no write holds more than a part of the whole.
+    expect(exported.writes.length).toBeGreaterThan(6);
+    expect(Math.max(...exported.writes.map((w) => w.length))).toBeLessThan(text.length / 3);
     const whole = await wholeExport(customer);
     expect(whole.conversations.map((c: { messages: unknown[] }) => c.messages.length)).toEqual(
-      expect.arrayContaining([1261, 7, 0]),
+      expect.arrayContaining([2801, 7, 0]),
     );
     const damaged = whole.conversations.flatMap((c: { messages: Array<{ damaged?: string }> }) =>
       c.messages.filter((m) => m.damaged),
