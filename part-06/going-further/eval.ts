@@ -185,6 +185,8 @@ async function runTrials(
         trials.push(done);
       }
     }
+    // Ctrl-C during the last trial ends it as a failed one: leaving, not the table, is what follows.
+    if (leaving) await leaving;
     return trials;
   } catch (error) {
     // Stopped: the trial in flight failed because its sitting was ended; leaving says it and exits.

@@ -85,10 +85,18 @@ async function* batches(conversationId: string): AsyncGenerator<StoredMessageRow
     if (rows.length === 0) break;
     afterSeq = rows.at(-1)!.seq;
     const all = [...held, ...rows];
-    const lastTurn = all.findLastIndex((row) => row.role === 'user');
-    const cut = rows.length < BATCH_ROWS || lastTurn <= 0 ? all.length : lastTurn;
+    if (rows.length < BATCH_ROWS) {
+      held = [];
+      yield all; // the last rows: every turn in them is whole
+      break;
+    }
+    // Up to the last turn's question; a turn longer than a batch is held until it is whole.
+    const cut = Math.max(
+      0,
+      all.findLastIndex((row) => row.role === 'user'),
+    );
     held = all.slice(cut);
-    yield all.slice(0, cut);
+    if (cut > 0) yield all.slice(0, cut);
   }
   if (held.length) yield held;
 }

@@ -51,7 +51,16 @@ export function fitNewestTurn(context: Context): Context {
   const { budget } = context;
   const newest = context.turns.at(-1);
   if (context.chars <= budget.maxChars || !newest || newest.fate === 'dropped') return context;
-  let sent = fitResults(newest.sent, budget.maxChars);
+  // The results share what the rest of the turn leaves; as text inside the turn's JSON they take more
+  // room than their own length (quotes escaped), so the share is cut again until the turn fits.
+  const results = (turn: Message[]) =>
+    turn.reduce((sum, m) => sum + (m.role === 'tool' ? m.content.length : 0), 0);
+  let room = budget.maxChars - (turnChars(newest.sent) - results(newest.sent));
+  let sent = newest.sent;
+  for (let tries = 0; tries < 5 && room > 0 && turnChars(sent) + 1 > budget.maxChars; tries++) {
+    sent = fitResults(newest.sent, room);
+    room = Math.floor((room * budget.maxChars) / (turnChars(sent) + 1));
+  }
   if (turnChars(sent) + 1 > budget.maxChars) sent = compactTurn(newest.sent);
   const fate = sent.length < newest.sent.length ? 'compacted' : newest.fate;
   const fitted = { ...newest, fate, sent, sentChars: turnChars(sent) } as const;
