@@ -73,8 +73,9 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
-describe('Ctrl-C during npm run eval', () => {
-  it('sent to the whole process group, as a terminal sends it: "Stopped", exit 130, no "Unexpected error", its scratch databases dropped', async () => {
+describe('Ctrl-C during npm run eval, sent to the whole process group as a terminal sends it', () => {
+  /** Runs `--only=follow-up --trials=N`, presses Ctrl-C once the first sitting asks the model, and checks the leave. */
+  async function stoppedRun(trials: number) {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const fake = await startFakeProvider({
@@ -83,8 +84,7 @@ describe('Ctrl-C during npm run eval', () => {
     // A process group of its own, so the test can press Ctrl-C for the eval and its sitting at once.
     const child = spawn(
       process.execPath,
-      // Two trials: the first one's sitting is stopped by the Ctrl-C, and no second may start.
-      ['--import', 'tsx', path.resolve(ROOT_DIR, EVAL), '--only=follow-up', '--trials=2'],
+      ['--import', 'tsx', path.resolve(ROOT_DIR, EVAL), '--only=follow-up', `--trials=${trials}`],
       {
         cwd: ROOT_DIR,
         env: {
@@ -115,6 +115,14 @@ describe('Ctrl-C during npm run eval', () => {
       release();
       await fake.close();
     }
+  }
+
+  it('with a trial still to come: "Stopped", exit 130, no "Unexpected error", no trial started after it, its scratch databases dropped', async () => {
+    await stoppedRun(2);
+  });
+
+  it('in the last trial: the same, and no table or report of the stopped run', async () => {
+    await stoppedRun(1);
   });
 });
 

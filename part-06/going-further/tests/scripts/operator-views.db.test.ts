@@ -260,4 +260,39 @@ describe('export-customer', () => {
     ]);
     expect(written).toEqual(whole);
   });
+
+  it('keeps whole a turn longer than a batch (a question that made 1,500 calls), as the whole-object export does', async () => {
+    const customer = await newCustomer('export-long-turn');
+    const calls = Array.from({ length: 1500 }, (_, i) => ({
+      id: `call_${i}`,
+      name: 'get_order_status',
+      arguments: { order_id: 1042 },
+    }));
+    await conversationOf(customer, [
+      ...turn(1),
+      { role: 'user', content: 'Where are all my orders?' },
+      { role: 'assistant', content: '', tool_calls: calls },
+      ...calls.map((call) => ({
+        role: 'tool',
+        tool_call_id: call.id,
+        name: call.name,
+        content: JSON.stringify({ order_id: 1042, status: 'shipped' }),
+      })),
+      { role: 'assistant', content: 'All shipped.' },
+      ...turn(2),
+    ]);
+    const exported = await exportWrites(customer);
+    expect(exported.code, exported.stderr).toBe(0);
+    const written = JSON.parse(exported.writes.join(''));
+    const whole = await wholeExport(customer);
+    expect(whole.conversations[0].messages.filter((m: { damaged?: string }) => m.damaged)).toEqual(
+      [],
+    );
+    // Every message of hers as stored, none marked damaged: the turn was never split between batches.
+    const marked = written.conversations[0].messages.filter((m: { damaged?: string }) => m.damaged);
+    expect(marked.map((m: { seq: number; damaged: string }) => `#${m.seq} ${m.damaged}`)).toEqual(
+      [],
+    );
+    expect(written).toEqual(whole);
+  });
 });

@@ -1,4 +1,4 @@
-// One question cannot swell the next (issue 42, item 3): searches of past conversations capped per question, and the newest stored turn fitted to the budget, so a follow-up's request stays within about the budget plus the system prompt and tools.
+// One question cannot swell the next (issue 42, item 3): searches of past conversations capped per question, and the newest stored turn fitted to the budget (its results cut, saying so, or compacted), so a follow-up's request stays within about the budget plus the system prompt and tools.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
@@ -155,5 +155,34 @@ describe("a follow-up's request", () => {
       [id],
     );
     expect(Number(n)).toBe(messages.length + 2);
+  });
+
+  it('after a stored turn whose few results alone are over the budget: they are sent cut, each saying so, within the budget', async () => {
+    const customer = await newCustomer('long-results');
+    const calls = [1, 2, 3].map((i) => ({
+      id: `call_${i}`,
+      name: 'search_help_center',
+      arguments: { query: `returns ${i}` },
+    }));
+    const passage = JSON.stringify({ passages: ['Returns are free within 30 days. '.repeat(200)] });
+    const id = await storedTurn(customer.id, [
+      { role: 'user', content: 'How do returns work?' },
+      { role: 'assistant', content: '', tool_calls: calls },
+      ...calls.map((call) => ({
+        role: 'tool',
+        tool_call_id: call.id,
+        name: call.name,
+        content: passage,
+      })),
+      { role: 'assistant', content: 'Returns are free within 30 days.' },
+    ]);
+    const request = await followUp(customer, id, 'And exchanges?');
+    const sent = request.body.messages.filter((m: { role: string }) => m.role === 'tool');
+    expect(sent).toHaveLength(3); // the turn is sent whole, its results cut
+    for (const result of sent)
+      expect(result.content).toMatch(
+        new RegExp(` …\\(cut to fit the request: \\d+ of ${passage.length} characters\\)$`),
+      );
+    expect(conversationPart(request)).toBeLessThanOrEqual(ABOUT_THE_BUDGET);
   });
 });
