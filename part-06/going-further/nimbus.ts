@@ -22,7 +22,7 @@ import { describeRecall } from './notes/notes-view.ts';
 import { notesBudget, withCustomerNotes } from './notes/recall-notes.ts';
 import { privacyTools } from './privacy/privacy-tools.ts';
 import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
-import { DatabaseCancelled, takeLease, type WaitingFor } from './question/lease.ts';
+import { DatabaseCancelled, heldByErasure, takeLease, type WaitingFor } from './question/lease.ts';
 import { withFence } from './store/fence.ts';
 import { ConversationDeleted, hardenedStore, type HardenedStore } from './store/hardened-store.ts';
 import { describeDamage } from './store/read-history.ts';
@@ -160,9 +160,13 @@ export class Nimbus {
       const tickets = ticketsIn(result.messages);
       if (!lease.lost.aborted || watch.signal?.aborted)
         return { conversation, result, restarted, tickets };
-      // The lease was taken. A conversation with no row any more was erased (or never had one: an
-      // erasure took its lease before its first save); one that is still there was taken over.
-      const erased = !conversation.saved || !(await stillThere(conversation));
+      // The lease was taken: by an erasure or a reset (which may not have deleted the conversation
+      // yet), or by another question. A conversation with no row any more, or none yet (an erasure
+      // took its lease before its first save), was erased too.
+      const erased =
+        !conversation.saved ||
+        (await heldByErasure(conversation.id)) ||
+        !(await stillThere(conversation));
       return erased
         ? { conversation: newConversation(customer.id), result, restarted, tickets, lost: 'erased' }
         : { conversation, result, restarted, tickets, lost: 'taken over' };

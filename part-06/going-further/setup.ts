@@ -47,7 +47,7 @@ export async function main(io: ScriptIo): Promise<number | void> {
   // leases taken: none of them writes anything once the reset begins (every write checks its lease).
   const inFlight = await leasedConversations().catch(() => []); // no such table: nothing in flight
   const onWait = () => io.log('Waiting for the questions being answered to finish…');
-  await takeLeases(inFlight, { takeOver: true, onWait });
+  await takeLeases(inFlight, { takeOver: true, erasure: true, onWait });
   const llm = llmSettingsOrError(io.env);
   await resetDatabase(io.log, llm);
   // The full Nimbus's own tables, so its viewer and tools find them right after a reset.

@@ -90,7 +90,9 @@ export async function main(io: ScriptIo): Promise<number | void> {
     if (values.json) return void io.log(printableJson([...context.messages, ...notes.messages], 2));
     io.log(contextView(id, context).join('\n'));
     if (!context.readAll)
-      io.log('Older turns were not read: past the budget, every one of them is dropped.');
+      io.log(
+        'Older turns were not read: past the budget, every one of them is dropped (the turns above are numbered from the oldest one read).',
+      );
     if (notes.notes.length) io.log(recallView(notes, values.question).join('\n'));
     return;
   }

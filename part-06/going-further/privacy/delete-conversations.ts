@@ -48,7 +48,10 @@ export async function forgetConversation(
     const traceFile = deletedTrace(logDir, conversationId);
     return traceFile ? { conversationId, messages: 0, notes: 0, traceFile } : undefined;
   }
-  const release = await takeLeases([{ id: conversationId, customerId }], { takeOver: true });
+  const release = await takeLeases([{ id: conversationId, customerId }], {
+    takeOver: true,
+    erasure: true,
+  });
   try {
     // The customer said them here: forgetting what was said forgets them, in every trace too.
     const learned = await notesFromConversation(conversationId);

@@ -77,7 +77,11 @@ export interface LeaseOptions {
   waitSeconds?: number;
   /** After the wait, take the lease anyway (an erasure must not be stopped by a stuck process). */
   takeOver?: boolean;
-  /** For an erasure of this customer (privacy/): the mark it set does not make its own leases wait. */
+  /**
+   * For an erasure or a reset (privacy/, setup.ts): its leases say so (their holder starts with
+   * ERASURE), so a question that loses one knows its conversation is being erased; and the mark an
+   * erasure set on the customer does not make them wait.
+   */
   erasure?: boolean;
 }
 
@@ -134,7 +138,9 @@ export async function takeLeases(
   targets: LeaseTarget[],
   options: LeaseOptions = {},
 ): Promise<() => Promise<void>> {
-  const holder = randomBytes(16).toString('hex');
+  const holder = options.erasure
+    ? `${ERASURE}${randomBytes(12).toString('hex')}`
+    : randomBytes(16).toString('hex');
   const taken: string[] = [];
   const release = () => letGo(taken, holder);
   try {
@@ -233,6 +239,21 @@ async function takeOrRead(
     );
     return rows[0]?.holder === holder ? undefined : 'question';
   });
+}
+
+/** How the holder of an erasure's (or a reset's) lease begins: a question's holder is all hex. */
+const ERASURE = 'erasure:';
+
+/**
+ * Whether an erasure or a reset holds the conversation's lease now: a question that lost its lease
+ * asks, since the erasure may not have deleted the conversation yet.
+ */
+export async function heldByErasure(conversationId: string): Promise<boolean> {
+  const rows = await query<Array<{ holder: string }>>(
+    'SELECT holder FROM question_leases WHERE conversation_id = ?',
+    [conversationId],
+  ).catch(() => []); // a reset dropped the table: the caller looks at the conversation itself
+  return rows[0]?.holder.startsWith(ERASURE) ?? false;
 }
 
 /** The customer's conversations with a question in flight, new ones (no row yet) included. */
