@@ -132,7 +132,7 @@ describe('show-conversation --context on a long conversation', () => {
       expect(relay.bytes()).toBeLessThan(Number(stored) / 10);
       expect(shown.stdout).toContain('user: Question 600: where is order 1042?');
       expect(shown.stdout).toContain(
-        'Older turns were not read: past the budget, every one of them is dropped.',
+        'Older turns were not read: past the budget, every one of them is dropped (the turns above are numbered from the oldest one read).',
       );
       expect(shown.stdout).not.toContain('Question 1: where'); // the first turn, never read
     } finally {
