@@ -23,6 +23,7 @@ import { notesBudget, withCustomerNotes } from './notes/recall-notes.ts';
 import { privacyTools } from './privacy/privacy-tools.ts';
 import { maxToolCallsPerReply, withCallLimits } from './question/call-limits.ts';
 import { DatabaseCancelled, heldByErasure, takeLease, type WaitingFor } from './question/lease.ts';
+import { checkQuestion } from './question/question-limit.ts';
 import { withFence } from './store/fence.ts';
 import { ConversationDeleted, hardenedStore, type HardenedStore } from './store/hardened-store.ts';
 import { describeDamage } from './store/read-history.ts';
@@ -110,6 +111,7 @@ export class Nimbus {
     question: string,
     watch: Watch = {},
   ): Promise<Asked> {
+    checkQuestion(question); // too long to be worth sending, from whichever entry
     try {
       return await this.askIn(customer, conversation, question, watch, false);
     } catch (error) {
