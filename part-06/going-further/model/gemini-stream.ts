@@ -8,8 +8,7 @@ import {
   type Message,
   type ToolDefinition,
 } from '../../../shared/llm/messages.ts';
-import { brokeOff, guardStream } from './stream-guard.ts';
-import { answerPieces, type StreamOptions } from './stream-with-tools.ts';
+import { answerPieces, brokeOff, guardStream, type StreamOptions } from './stream-guard.ts';
 
 /**
  * Each chunk is a whole GenerateContentResponse holding the next parts; a function call always arrives

@@ -16,8 +16,7 @@ import {
 import { badResponse, chatRequest, client, fromCompletion } from '../../../shared/llm/openai.ts';
 import { openaiProviderName } from '../../../shared/llm/openai-name.ts';
 import { MAX_ARGUMENTS_CHARS } from '../../../shared/llm/reply-limits.ts';
-import { brokeOff, guardStream } from './stream-guard.ts';
-import { answerPieces, type StreamOptions } from './stream-with-tools.ts';
+import { answerPieces, brokeOff, guardStream, type StreamOptions } from './stream-guard.ts';
 
 /** A tool call while its fragments arrive: the first carries id, type and name, the others more arguments. */
 interface CallSoFar {

@@ -1,5 +1,44 @@
-// What reading a streamed reply needs beyond the SDKs: noticing a stream that stops sending, and telling a reply that broke off from one that was cancelled.
+// What reading a streamed reply needs beyond the SDKs: its options, an answer kept within its bound as it is shown, noticing a stream that stops sending, and telling a reply that broke off from one that was cancelled.
 import { ProviderError, capitalized } from '../../../shared/llm/errors.ts';
+import type { ChatOptions } from '../../../shared/llm/messages.ts';
+import { ANSWER_CUT_MARKER, MAX_ANSWER_CHARS } from '../../../shared/llm/reply-limits.ts';
+
+export interface StreamOptions extends ChatOptions {
+  /**
+   * Called with each new piece of the answer's text as it arrives (never the model's thought summaries).
+   * The pieces join to the result's `text`. Once a piece has been handed out, a failure is not retried:
+   * a retry would show the same text twice.
+   */
+  onText(text: string): void;
+  /**
+   * The longest silence allowed between two chunks once the reply has begun, in milliseconds (default
+   * 30 000); a stream that stalls longer fails with kind 'timeout'. The wait for the first chunk is not
+   * counted: a reasoning model may think in silence for longer than that, and LLM_TIMEOUT_SECONDS bounds it.
+   */
+  stallMs?: number;
+}
+
+/**
+ * For a streamed answer: returns a function that takes each piece as it arrives and returns what to keep
+ * of it, and shows what the reader may see. Up to the limit, everything; the piece that crosses it is
+ * shown up to the limit, followed by the marker; after it, nothing is kept or shown. What is kept joins to
+ * at most MAX_ANSWER_CHARS + 1 characters, which boundedAnswer turns into exactly what was shown.
+ */
+export function answerPieces(show: (text: string) => void): (piece: string) => string {
+  let kept = 0;
+  return (piece) => {
+    if (kept > MAX_ANSWER_CHARS) return '';
+    const keep = piece.slice(0, MAX_ANSWER_CHARS + 1 - kept);
+    kept += keep.length;
+    if (kept <= MAX_ANSWER_CHARS) {
+      if (keep) show(keep);
+    } else {
+      // The one character past the limit is kept, not shown: it tells boundedAnswer the text was cut.
+      show(keep.slice(0, -1) + ANSWER_CUT_MARKER);
+    }
+    return keep;
+  };
+}
 
 interface StreamGuard {
   /** The signal to give the SDK: aborted by the caller (Ctrl-C), by the deadline, or by us when the stream stalls. */

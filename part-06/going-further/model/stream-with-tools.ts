@@ -1,30 +1,10 @@
 // The full Nimbus's model call: like chatWithTools (shared/llm), but the answer's text is handed out as the model writes it.
 import type { LlmSettings } from '../../../shared/config.ts';
 import { ProviderError } from '../../../shared/llm/errors.ts';
-import type {
-  ChatOptions,
-  ChatResult,
-  Message,
-  ToolDefinition,
-} from '../../../shared/llm/messages.ts';
-import { ANSWER_CUT_MARKER, MAX_ANSWER_CHARS } from '../../../shared/llm/reply-limits.ts';
+import type { ChatResult, Message, ToolDefinition } from '../../../shared/llm/messages.ts';
 import { withRetries } from '../../../shared/llm/retry.ts';
+import type { StreamOptions } from './stream-guard.ts';
 import { openaiProviderName } from '../../../shared/llm/openai-name.ts';
-
-export interface StreamOptions extends ChatOptions {
-  /**
-   * Called with each new piece of the answer's text as it arrives (never the model's thought summaries).
-   * The pieces join to the result's `text`. Once a piece has been handed out, a failure is not retried:
-   * a retry would show the same text twice.
-   */
-  onText(text: string): void;
-  /**
-   * The longest silence allowed between two chunks once the reply has begun, in milliseconds (default
-   * 30 000); a stream that stalls longer fails with kind 'timeout'. The wait for the first chunk is not
-   * counted: a reasoning model may think in silence for longer than that, and LLM_TIMEOUT_SECONDS bounds it.
-   */
-  stallMs?: number;
-}
 
 /** How long a stream may go silent between two chunks before it counts as stalled (StreamOptions.stallMs). */
 const DEFAULT_STALL_MS = 30_000;
@@ -35,6 +15,8 @@ const DEFAULT_STALL_MS = 30_000;
  * and provider_raw included, so the agent loop, saving and replay do not change. A reply that breaks off
  * is a ProviderError like any other, and LLM_TIMEOUT_SECONDS covers the whole stream.
  */
+export type { StreamOptions };
+
 export async function streamWithTools(
   settings: LlmSettings,
   messages: Message[],
@@ -87,26 +69,4 @@ function notRetried(error: ProviderError): ProviderError {
     retryable: false,
     cause: error,
   });
-}
-
-/**
- * For a streamed answer: returns a function that takes each piece as it arrives and returns what to keep
- * of it, and shows what the reader may see. Up to the limit, everything; the piece that crosses it is
- * shown up to the limit, followed by the marker; after it, nothing is kept or shown. What is kept joins to
- * at most MAX_ANSWER_CHARS + 1 characters, which boundedAnswer turns into exactly what was shown.
- */
-export function answerPieces(show: (text: string) => void): (piece: string) => string {
-  let kept = 0;
-  return (piece) => {
-    if (kept > MAX_ANSWER_CHARS) return '';
-    const keep = piece.slice(0, MAX_ANSWER_CHARS + 1 - kept);
-    kept += keep.length;
-    if (kept <= MAX_ANSWER_CHARS) {
-      if (keep) show(keep);
-    } else {
-      // The one character past the limit is kept, not shown: it tells boundedAnswer the text was cut.
-      show(keep.slice(0, -1) + ANSWER_CUT_MARKER);
-    }
-    return keep;
-  };
 }
