@@ -91,11 +91,11 @@ export async function runAgent(
   const { llm, signal } = options;
   const context: ToolContext = { customer, conversation, llm, ticketsOpened: 0, signal };
   const tools = [...TOOL_DEFINITIONS, ...(options.tools ?? []).map((tool) => tool.definition)];
+  let reply: ChatResult | undefined; // the last one: at the step limit, its tokens are counted too
   for (let step = 1; step <= MAX_STEPS; step++) {
     const started = Date.now();
     const onRetry = (info: RetryInfo) =>
       trace.event('retry', { step, message: describeRetry(info), wait_ms: info.waitMs });
-    let reply;
     try {
       reply = await (options.callModel ?? chatWithTools)(llm, messages, tools, { signal, onRetry });
     } catch (error) {
@@ -124,7 +124,8 @@ export async function runAgent(
     if (signal?.aborted) return turn.finish('', 'cancelled', step);
   }
   trace.event('step_limit', { step: MAX_STEPS });
-  return turn.finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS);
+  // The apology is stored in the last reply's place, with what that reply cost.
+  return turn.finish(STEP_LIMIT_ANSWER, 'step_limit', MAX_STEPS, { cost: reply?.usage });
 }
 
 /**
@@ -162,13 +163,12 @@ function recordTurn(conversation: Conversation, store: ConversationStore, trace:
       const answer = reply.text.trim();
       if (answer)
         return turn.finish(answer, 'answered', step, { message: reply.message, cost: reply.usage });
-      const message = fallback(EMPTY_ANSWER);
-      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { message, cost: reply.usage });
+      return turn.finish(EMPTY_ANSWER, 'empty_answer', step, { cost: reply.usage });
     },
     // The answer is saved like a step, so the stored turn reads question → answer. A cancelled turn
     // has no answer (loading closes it, context.ts), and a question cancelled before any step is not kept.
-    async finish(answer: string, outcome: Outcome, steps: number, last?: MessageToSave) {
-      if (outcome !== 'cancelled') turn.add(last ?? { message: fallback(answer) });
+    async finish(answer: string, outcome: Outcome, steps: number, last?: Partial<MessageToSave>) {
+      if (outcome !== 'cancelled') turn.add({ message: fallback(answer), ...last });
       const stepsUnsaved = unsaved.some((step) => step.message.role !== 'user');
       if (stepsUnsaved) await turn.save(steps);
       trace.event('end', { answer, outcome, steps, tokens: usage, saveError });

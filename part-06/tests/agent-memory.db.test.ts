@@ -123,9 +123,20 @@ describe.each(['gemini', 'openai'] as const)('runAgent with memory, %s', (provid
         tool_calls: [{ name: 'get_order_status', arguments: { order_id: 1030 + i } }],
       })),
     );
-    await session.ask('Everything, please');
+    const result = await session.ask('Everything, please');
     const stored = await loadMessages(session.conversation.id);
     expect(stored.at(-1)).toEqual({ role: 'assistant', content: STEP_LIMIT_ANSWER });
+    // The sixth call's tokens are counted (and stored with the apology in its place), as every other's.
+    const [row] = await query<Array<{ input_tokens: number | null }>>(
+      'SELECT input_tokens FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1',
+      [session.conversation.id],
+    );
+    expect(row.input_tokens).toBeGreaterThan(0);
+    const rows = await query<Array<{ total: number }>>(
+      'SELECT SUM(input_tokens) AS total FROM messages WHERE conversation_id = ?',
+      [session.conversation.id],
+    );
+    expect(result.usage.input_tokens).toBe(Number(rows[0].total));
     // The last step's calls never ran: no model call was left to read their results.
     expect(stored.filter((m) => m.role === 'tool')).toHaveLength(MAX_STEPS - 1);
     fake.reply({ text: 'ok' });
