@@ -28,12 +28,33 @@ export async function main(io: ScriptIo): Promise<void> {
     throw new UsageError('Say whose data to export: --customer=<email>.');
   await checkFullDatabase();
   const customer = await lookUpCustomer(values.customer);
-  // Written as it is read: a reader that is behind (a pipe, a slow terminal) is waited for.
-  const write = (text: string) =>
-    new Promise<void>((resolve) =>
-      io.stdout.write(text) ? resolve() : io.stdout.once('drain', resolve),
-    );
-  await exportCustomer(logDir(io.env), customer, write);
+  try {
+    await exportCustomer(logDir(io.env), customer, (text) => written(io.stdout, text));
+  } catch (error) {
+    if (!(error instanceof ReaderGone)) throw error; // `| head` has read all it wanted: not a failure
+  }
+}
+
+/** The reader of the output left (a pipe closed by `head`): nothing more is read or written. */
+class ReaderGone extends Error {}
+
+/**
+ * Writes as it is read: a reader that is behind (a pipe, a slow terminal) is waited for, and one that
+ * left stops the export, instead of a wait for a 'drain' that never comes.
+ */
+function written(stream: ScriptIo['stdout'], text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (stream.destroyed) return reject(new ReaderGone());
+    if (stream.write(text)) return resolve();
+    const settle = (gone: boolean) => () => {
+      stream.off('drain', drained).off('close', closed).off('error', closed);
+      if (gone) reject(new ReaderGone());
+      else resolve();
+    };
+    const drained = settle(false);
+    const closed = settle(true);
+    stream.once('drain', drained).once('close', closed).once('error', closed);
+  });
 }
 
 export const openDatabase = openClusterDatabase;

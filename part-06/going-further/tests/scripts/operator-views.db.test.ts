@@ -261,6 +261,33 @@ describe('export-customer', () => {
     expect(written).toEqual(whole);
   });
 
+  it('stops, exit 0, when its reader leaves early (`| head`), instead of waiting for ever for it to read on', async () => {
+    const customer = await newCustomer('export-reader-gone');
+    await conversationOf(customer, Array.from({ length: 120 }, (_, k) => turn(k + 1)).flat());
+    // A pipe whose reader took one chunk and left: it takes no more, and then it is closed.
+    const stdout = new Writable({ highWaterMark: 1, write: (_chunk, _encoding, done) => done() });
+    let writes = 0;
+    const write = stdout.write.bind(stdout);
+    stdout.write = ((chunk: string) => {
+      if (++writes === 2) setImmediate(() => stdout.destroy());
+      return writes === 1 ? write(chunk) : false; // backpressure from the second write on
+    }) as typeof stdout.write;
+    const io = scriptIo({
+      args: [`--customer=${customer.email}`],
+      env: { ...process.env, NO_COLOR: '1', ...env() },
+      cwd: ROOT_DIR,
+      entry: path.resolve(ROOT_DIR, EXPORT),
+      stdin: new PassThrough(),
+      stdout,
+      stderr: new PassThrough(),
+    });
+    const code = await runWith(exportCustomer.main, exportCustomer.usage, io, {
+      openDatabase: exportCustomer.openDatabase,
+    });
+    expect(code).toBe(0);
+    expect(writes).toBe(2); // nothing more was read or written once the reader had gone
+  });
+
   it('keeps whole a turn longer than a batch (a question that made 1,500 calls), as the whole-object export does', async () => {
     const customer = await newCustomer('export-long-turn');
     const calls = Array.from({ length: 1500 }, (_, i) => ({
