@@ -1,6 +1,6 @@
 // What the database's failures mean: which ones prove nothing was done (so trying again is safe), and one sentence for each.
 import type { DbSettings } from './config.ts';
-import { setupCommand, type TypedAt } from './hints.ts';
+import { besideCommand, setupCommand, type TypedAt } from './hints.ts';
 import { printable } from './text.ts';
 
 /** The database could not be used: unreachable, wrong credentials, missing. The message says what to check. */
@@ -104,13 +104,23 @@ function explain(error: Error, database: DatabaseInUse): unknown {
       return new DatabaseError(
         `Database "${settings.database}" does not exist on ${at}. Run: ${setupCommand(typedAt)}`,
       );
-    // The tables are not the ones Nimbus created (dropped, renamed or changed by hand, or another
-    // part's): setup creates them again, after saying what it would delete.
+    // A table or function this part adds (an earlier part's database, or one dropped by hand): a first
+    // run creates what is missing and keeps the rest; only a reset would delete anything.
     case 'ER_NO_SUCH_TABLE':
-    case 'ER_BAD_FIELD_ERROR':
-    case 'ER_SP_DOES_NOT_EXIST':
+    case 'ER_SP_DOES_NOT_EXIST': {
+      const firstRun = besideCommand('ask.ts', '"Hello"', typedAt);
+      const create = firstRun
+        ? `A first run of this part (${firstRun}) creates what is missing and keeps everything else`
+        : `Run ${setupCommand(typedAt)} to set it up (it says what it would delete, and asks first)`;
       return new DatabaseError(
-        `${missing(code, error.message)} is missing from database "${settings.database}" on ${at}: the database is not as this part sets it up (never set up, or changed since). Run ${setupCommand(typedAt)} to set it up again (it says what it would delete, and asks first).`,
+        `${missing(code, error.message)} is missing from database "${settings.database}" on ${at}: this part has not set it up there yet. ${create}.`,
+      );
+    }
+    // A table that is there but not as Nimbus made it (changed by hand): setup makes it again, after
+    // saying what it would delete.
+    case 'ER_BAD_FIELD_ERROR':
+      return new DatabaseError(
+        `${missing(code, error.message)} is missing from database "${settings.database}" on ${at}: the database is not as this part sets it up (changed since). Run ${setupCommand(typedAt)} to set it up again (it says what it would delete, and asks first).`,
       );
     case 'ER_LOCK_WAIT_TIMEOUT':
       return new DatabaseError(

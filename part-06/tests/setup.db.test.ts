@@ -167,7 +167,7 @@ describe('commands that only read', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(
         new RegExp(
-          `^Table "conversations" is missing from database "${name}" on MySQL at [^ ]+: .*\\. Run npx tsx part-06/setup\\.ts to set it up again \\(it says what it would delete, and asks first\\)\\.\\n$`,
+          `^Table "conversations" is missing from database "${name}" on MySQL at [^ ]+: this part has not set it up there yet\\. A first run of this part \\(npx tsx part-06/ask\\.ts "Hello"\\) creates what is missing and keeps everything else\\.\\n$`,
         ),
       );
       expect(await tables()).toEqual([]);

@@ -79,7 +79,7 @@ function hint(output: string, label: string): string {
 
 describe.concurrent('hints printed in the part folder, copied and run there', () => {
   it(
-    'the core viewer\'s "Run … to set it up" sets the database up, and the core chat\'s "Resume later with" resumes',
+    'the core viewer\'s first run of the part sets the database up, and the core chat\'s "Resume later with" resumes',
     async () => {
       const { fake, env, done } = await own();
       try {
@@ -87,9 +87,9 @@ describe.concurrent('hints printed in the part folder, copied and run there', ()
           env,
           cwd: PART_06,
         });
-        // The part's own setup, beside the viewer, as typed in the part folder.
-        const create = /Run (.+?) to set it up again/.exec(missing.stderr)?.[1] ?? '';
-        expect(create, missing.stderr).toBe('npx tsx setup.ts');
+        // The part's own first run, beside the viewer, as typed in the part folder: it creates what is missing.
+        const create = /A first run of this part \((.+?)\) creates/.exec(missing.stderr)?.[1] ?? '';
+        expect(create, missing.stderr).toBe('npx tsx ask.ts "Hello"');
         const setup = await runCopied(create, PART_06, env);
         expect(setup.code, setup.stderr).toBe(0);
         fake.reply({ text: 'Started.' });
