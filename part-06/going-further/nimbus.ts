@@ -200,7 +200,8 @@ export class Nimbus {
     };
     return {
       ...store,
-      loadContext: (conversation) => timed('load', () => store.loadContext(conversation)),
+      loadContext: (conversation, question) =>
+        timed('load', () => store.loadContext(conversation, question)),
       saveStep: (conversation, step) => timed('save', () => store.saveStep(conversation, step)),
     };
   }

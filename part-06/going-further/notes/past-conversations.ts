@@ -1,6 +1,6 @@
 // Finds a customer's earlier conversations by their words, through a word index of her own messages.
 //
-// Each word of a question or an answer is kept in message_words (customer-memory.sql) with the
+// Each word of a question or an answer is kept in message_words (store/message-words.sql) with the
 // customer and the message, when the message is saved (store/message-words.ts) and deleted with it. A search reads only the searching customer's rows for its
 // words: it costs what her own history costs, however much other customers have said, and copies
 // nothing.

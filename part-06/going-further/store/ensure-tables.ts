@@ -9,11 +9,9 @@ import { indexStoredMessages } from './message-words.ts';
 
 /** Going further's SQL files, and the tables each creates. */
 const FILES: Array<[file: string, tables: string[]]> = [
-  [
-    'going-further/notes/customer-memory.sql',
-    ['customer_notes', 'customer_note_guards', 'message_words'],
-  ],
+  ['going-further/store/message-words.sql', ['message_words']],
   ['going-further/question/question-leases.sql', ['question_leases', 'customer_erasures']],
+  ['going-further/notes/customer-memory.sql', ['customer_notes', 'customer_note_guards']],
 ];
 
 /** Going further's own tables, in the order they are created. */

@@ -40,7 +40,7 @@ export class ConversationDeleted extends DatabaseError {
 }
 
 export interface HardenedStore extends ConversationStore {
-  loadContext(conversation: Conversation): Promise<LoadedContext>;
+  loadContext(conversation: Conversation, question?: string): Promise<LoadedContext>;
   /**
    * The conversation's rows were erased by this very question (forget_everything): what it saves from
    * now on starts the conversation over, as its first turn, the question repeated.
