@@ -5,7 +5,7 @@
 // (headings, then paragraphs) so each chunk is a readable piece, and repeat the section heading in
 // every chunk so it still makes sense on its own.
 
-/** The longest chunk, in characters (about 200 tokens): one or two paragraphs of a help article. */
+/** The longest chunk, in characters (about 250 tokens): one or two paragraphs of a help article. */
 export const MAX_CHUNK_CHARS = 1000;
 /** How much of the previous chunk's end a continued section repeats, so no sentence loses its context. */
 export const OVERLAP_CHARS = 150;
