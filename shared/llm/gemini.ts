@@ -37,16 +37,20 @@ const DUMMY_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
 /** Fewer dimensions than the default 3072: the same retrieval quality for a help center, a quarter of the storage. */
 const GEMINI_EMBEDDING_DIMENSIONS = 768;
 
+/** Where Gemini's API is, unless GEMINI_BASE_URL says otherwise. */
+const GEMINI_API_URL = 'https://generativelanguage.googleapis.com/';
+
 export function client(settings: GeminiSettings): GoogleGenAI {
   // Everything from our settings, nothing from the SDK's own variables: without a key the SDK would
-  // read GEMINI_API_KEY or GOOGLE_API_KEY itself, and GOOGLE_GENAI_USE_VERTEXAI would send it to Vertex AI.
+  // read GEMINI_API_KEY or GOOGLE_API_KEY itself, GOOGLE_GENAI_USE_VERTEXAI would send it to Vertex AI,
+  // and without a base URL GOOGLE_GEMINI_BASE_URL would send it, with the key, wherever it points.
   // No httpOptions.timeout: the SDK has none by default, and our deadline (retry.ts) bounds the whole call.
   // The SDK's timer would end an attempt as if we had cancelled it.
   // No apiVersion: the SDK's default, Gemini's stable v1, serves all we use (Part 1's README says which).
   return new GoogleGenAI({
     apiKey: settings.apiKey,
     vertexai: false,
-    ...(settings.baseUrl ? { httpOptions: { baseUrl: settings.baseUrl } } : {}),
+    httpOptions: { baseUrl: settings.baseUrl ?? GEMINI_API_URL },
   });
 }
 

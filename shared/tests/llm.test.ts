@@ -403,6 +403,23 @@ describe.each(['gemini', 'openai'] as const)('%s through the real SDK', (provide
 describe('Gemini specifics', () => {
   beforeEach(() => use('gemini'));
 
+  it("never sends the key where the SDK's own GOOGLE_GEMINI_BASE_URL points: only our GEMINI_BASE_URL moves it", async () => {
+    const elsewhere = await startFakeProvider();
+    const saved = process.env.GOOGLE_GEMINI_BASE_URL;
+    process.env.GOOGLE_GEMINI_BASE_URL = elsewhere.url;
+    try {
+      // Without a base URL of ours the request goes to Google (not reachable here: it fails), never there.
+      const { baseUrl: _, ...ours } = llm as LlmSettings & { baseUrl?: string };
+      await chatWithTools({ ...ours, timeoutMs: 5000 } as LlmSettings, question, [], quiet).catch(
+        () => {},
+      );
+      expect(elsewhere.requests).toEqual([]);
+    } finally {
+      process.env.GOOGLE_GEMINI_BASE_URL = saved ?? '';
+      await elsewhere.close();
+    }
+  });
+
   it("uses Gemini's stable v1 API, the SDK's default, for answers and embeddings", async () => {
     fake.reply({ text: 'ok' });
     await chatWithTools(llm, question, [ORDER_TOOL], quiet);
