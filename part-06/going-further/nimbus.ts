@@ -184,6 +184,13 @@ export class Nimbus {
     const say = (line: string) => stderr.write(`${dim(line, stderr)}\n`);
     const hardened = hardenedStore(budget, {
       onDamaged: (id, damaged) => say(describeDamage(id, damaged)),
+      // The memory line after it counts the turns read: this says there were older ones.
+      onOlderUnread: () => {
+        if (!watch.quiet)
+          say(
+            '[step 0] memory: only the newest turns were read; every older one is past the budget',
+          );
+      },
     });
     const store = withCustomerNotes(hardened, notesMaxChars, (recall) => {
       if (recall.notes.length && !watch.quiet) say(describeRecall(recall));

@@ -51,6 +51,8 @@ export interface HardenedStore extends ConversationStore {
 export interface HardenedStoreOptions {
   /** Told about rows left out as damaged: they stay in the database for a person to look at. */
   onDamaged?: (conversationId: string, damaged: Damage[]) => void;
+  /** Told when older turns were not read at all: past the budget, every one of them is dropped. */
+  onOlderUnread?: (conversationId: string) => void;
   /** Told when another writer took this turn's place and its later steps became a turn of their own. */
   onMoved?: (conversationId: string) => void;
 }
@@ -83,6 +85,7 @@ export function hardenedStore(
       }
       const context = await loadContext(conversation.id, budget);
       if (context.damaged.length) options.onDamaged?.(conversation.id, context.damaged);
+      if (!context.readAll) options.onOlderUnread?.(conversation.id);
       placeOf(conversation).lastSeq = context.lastSeq;
       return context;
     },

@@ -48,8 +48,12 @@ async function readAll(id: string) {
 /** A store, with the damaged rows it reported. */
 function storeWithReports(budget: MemoryBudget = DEFAULT_BUDGET) {
   const damaged: Damage[][] = [];
-  const store = hardenedStore(budget, { onDamaged: (_, d) => damaged.push(d) });
-  return { store, damaged };
+  const unread: string[] = [];
+  const store = hardenedStore(budget, {
+    onDamaged: (_, d) => damaged.push(d),
+    onOlderUnread: (id) => unread.push(id),
+  });
+  return { store, damaged, unread };
 }
 
 describe('bounded loading', () => {
@@ -113,10 +117,11 @@ describe('bounded loading', () => {
       [conversation.id],
     );
     expect((await readAll(conversation.id)).damaged).toHaveLength(1);
-    const { store, damaged } = storeWithReports();
+    const { store, damaged, unread } = storeWithReports();
     const bounded = await store.loadContext(conversation);
     expect(damaged).toEqual([]);
     expect(bounded.readAll).toBe(false);
+    expect(unread).toEqual([conversation.id]); // said, since the memory line counts only what was read
     expect(bounded.lastSeq).toBe(800);
     // The trace's memory line counts the turns read: a few dozen of the 400.
     const summary = memoryEvent(bounded).summary;
