@@ -54,6 +54,9 @@ export function openClusterDatabase(io: ScriptIo): ClusterDatabase {
   return new ClusterDatabase(() => clusterSettings(io.env), io);
 }
 
+/** Statements that only read (a SELECT, or one under a WITH as search_past_conversations makes): never fenced. */
+const READS = /^\s*(SELECT|WITH)\b/i;
+
 /** How long a server that failed is passed over, when there are others to try. */
 const SKIP_MS = 5000;
 /** With other servers to try, how long to wait for a connection from one before moving on. */
@@ -112,7 +115,7 @@ export class ClusterDatabase extends Database<ClusterSettings> {
   }
 
   override query<T>(sql: string, params: unknown[]): Promise<T> {
-    if (!currentFence() || /^\s*SELECT\b/i.test(sql)) return super.query(sql, params);
+    if (!currentFence() || READS.test(sql)) return super.query(sql, params);
     return this.transaction(async (connection) => (await connection.query(sql, params))[0] as T);
   }
 
