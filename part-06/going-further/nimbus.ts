@@ -160,8 +160,8 @@ export class Nimbus {
         }),
       );
       const tickets = ticketsIn(result.messages);
-      if (!lease.lost.aborted || watch.signal?.aborted)
-        return { conversation, result, restarted, tickets };
+      // A lease taken is said even if Ctrl-C came too: what was done may not be kept.
+      if (!lease.lost.aborted) return { conversation, result, restarted, tickets };
       // The lease was taken: by an erasure or a reset (which may not have deleted the conversation
       // yet), or by another question. A conversation with no row any more, or none yet (an erasure
       // took its lease before its first save), was erased too.

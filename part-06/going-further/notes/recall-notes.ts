@@ -11,6 +11,7 @@
 import { integerSetting, type Env } from '../../../shared/config.ts';
 import type { Message } from '../../../shared/llm/index.ts';
 import type { ConversationStore } from '../../memory.ts';
+import { LeaseLost } from '../store/fence.ts';
 import { words } from '../store/message-words.ts';
 import { liveNotes, markRecalled, today, type CustomerNote } from './notes-queries.ts';
 
@@ -54,7 +55,10 @@ export function withCustomerNotes<Store extends ConversationStore>(
       if (maxChars === 0) return context;
       const recall = await recallNotes(conversation.customerId, question, maxChars);
       const sent = recall.notes.filter((n) => n.sent).map((n) => n.note.id);
-      await markRecalled(sent);
+      // Bookkeeping for prune: a question whose lease was just taken stops at its next step anyway.
+      await markRecalled(sent).catch((error: unknown) => {
+        if (!(error instanceof LeaseLost)) throw error;
+      });
       onRecall?.(recall);
       return { ...context, messages: [...context.messages, ...recall.messages] };
     },

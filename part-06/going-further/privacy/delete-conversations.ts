@@ -9,6 +9,7 @@ import { describeConversation, type ConversationSummary } from '../../stored-con
 import { conversationTraceFile } from '../../trace.ts';
 import {
   ConversationBusy,
+  ErasureRunning,
   leasedConversations,
   takeLeases,
   withLease,
@@ -213,7 +214,8 @@ export async function prune(logDir: string, plan: PrunePlan, days: number): Prom
         { waitSeconds: 0 },
       );
     } catch (error) {
-      if (!(error instanceof ConversationBusy)) throw error;
+      // In use right now, or its customer being erased (which deletes it anyway): not stale.
+      if (!(error instanceof ConversationBusy || error instanceof ErasureRunning)) throw error;
       result.busy.push(conversation.id);
     }
   }

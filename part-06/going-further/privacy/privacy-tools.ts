@@ -80,7 +80,7 @@ function forgetEverythingTool(logDir: string, afterErasure: () => void): Tool {
           this_conversation_until_now: true,
         },
         kept: `Their orders and refunds${tickets ? ` and support tickets ${tickets}` : ''}: the store's records, which it must keep.`,
-        note: 'This conversation starts afresh: this request and your answer to it are all it keeps.',
+        note: 'This conversation starts afresh: this request and your answer to it are all it keeps. Do not repeat anything said before it: that is erased.',
       };
     },
   };

@@ -44,6 +44,10 @@ export function tooManyCalls(asked: number, max: number): string {
   );
 }
 
+/** Said instead of running forget_everything beside other calls of the same reply. */
+export const FORGET_ALONE =
+  'forget_everything was not run: call it alone, in a reply of its own, once the customer has confirmed. The other calls of this reply ran.';
+
 /** Said instead of running a search past the question's limit. */
 export function searchLimitError(tool: string): string {
   const what = tool === 'search_help_center' ? 'help-center' : 'past-conversation';
@@ -76,6 +80,11 @@ export function withCallLimits(
         ? { ...call, arguments_error: searchLimitError(call.name) }
         : call;
     });
+    // forget_everything erases all before it; what a call beside it returned would be kept after it.
+    const alone = calls.length === 1;
+    for (const [i, call] of calls.entries())
+      if (call.name === 'forget_everything' && !alone && !call.arguments_error)
+        calls[i] = { ...call, arguments_error: FORGET_ALONE };
     const cut = asked > calls.length;
     if (!cut && calls.every((call, i) => call === reply.tool_calls[i])) return reply;
     // The provider's own message holds every call it sent: with calls left out it would replay them,

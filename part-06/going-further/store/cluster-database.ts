@@ -14,7 +14,7 @@ import {
 } from '../../../shared/db.ts';
 import { capitalized, type Where } from '../../../shared/db-errors.ts';
 import { printable } from '../../../shared/text.ts';
-import { checkFence, currentFence, LeaseLost } from './fence.ts';
+import { checkFence, currentFence } from './fence.ts';
 
 export interface ClusterSettings extends DbSettings {
   /**
@@ -105,11 +105,11 @@ export class ClusterDatabase extends Database<ClusterSettings> {
       // already stored is found by its key): one whose COMMIT's answer never came runs once more and
       // finds what the first did, so the customer hears that (the ticket's number), not a failure.
       if (!(error instanceof CommitUnknown)) throw error;
-      // If the second try fails too, the first one's fate is still unknown: that is what is said (a
-      // save then looks before it saves again), never the second's "nothing was written" — unless the
-      // question lost its lease meanwhile, which is then the truth that matters.
-      return super.transaction(fenced).catch((second: unknown) => {
-        throw second instanceof LeaseLost ? second : error;
+      // If the second try fails too (its lease taken meanwhile, say), the first one's fate is still
+      // unknown: that is what is said, never the second's "nothing was written", so a save looks
+      // (reading, which needs no lease) whether its rows landed before it reports anything.
+      return super.transaction(fenced).catch(() => {
+        throw error;
       });
     }
   }

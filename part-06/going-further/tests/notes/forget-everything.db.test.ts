@@ -108,7 +108,7 @@ describe('forget everything', () => {
       {
         deleted: { notes: 1, earlier_conversations: 1, this_conversation_until_now: true },
         kept: `Their orders and refunds and support tickets #${ticketId}: the store's records, which it must keep.`,
-        note: 'This conversation starts afresh: this request and your answer to it are all it keeps.',
+        note: 'This conversation starts afresh: this request and your answer to it are all it keeps. Do not repeat anything said before it: that is erased.',
       },
     ]);
     expect(said.saveError).toBeUndefined();
@@ -141,17 +141,17 @@ describe('forget everything', () => {
     ]);
   });
 
-  it('asked in a conversation with earlier turns: its earlier turns go, a call after it in the same reply runs for what remains, and the conversation goes on with this turn as its first', async () => {
+  it('asked in a conversation with earlier turns: its earlier turns go, a note kept after it stays, and the conversation goes on with this turn as its first', async () => {
     const { customer, secret, earlier } = await customerWithHistory();
     const fresh = `bike${randomBytes(3).toString('hex')}`;
     const question = `Forget everything about me. Then remember my bike is ${fresh}.`;
-    // The model forgets, then keeps a new note in the same reply: asked after the erasure, it stays.
+    // The model forgets, then keeps a new note in its next reply: asked after the erasure, it stays.
+    let forgot: { deleted?: unknown } = {};
     fake.reply(
-      {
-        tool_calls: [
-          { name: 'forget_everything', arguments: {} },
-          { name: 'remember_note', arguments: { text: `My bike is ${fresh}.` } },
-        ],
+      call('forget_everything'),
+      (view) => {
+        forgot = view.toolResults[0].result as typeof forgot;
+        return call('remember_note', { text: `My bike is ${fresh}.` });
       },
       echo,
     );
@@ -159,7 +159,7 @@ describe('forget everything', () => {
 
     expect(asked.lost).toBeUndefined();
     expect(asked.result!.saveError).toBeUndefined();
-    const [forgot, remembered] = JSON.parse(asked.result!.answer);
+    const [remembered] = JSON.parse(asked.result!.answer);
     expect(forgot.deleted).toEqual({
       notes: 1,
       earlier_conversations: 0,
@@ -180,6 +180,7 @@ describe('forget everything', () => {
       'user',
       'assistant',
       'tool',
+      'assistant',
       'tool',
       'assistant',
     ]);

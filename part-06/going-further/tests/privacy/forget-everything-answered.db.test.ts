@@ -18,6 +18,7 @@ import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import { loadMessages } from '../../../memory.ts';
 import type { Customer } from '../../../session.ts';
 import { whatHappened } from '../../nimbus.ts';
+import { FORGET_ALONE } from '../../question/call-limits.ts';
 import { allNotes } from '../../notes/notes-queries.ts';
 import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { fullSession } from '../full-session.ts';
@@ -67,7 +68,7 @@ async function customerWithHistory() {
 }
 
 describe('a question whose model calls forget_everything, then answers', () => {
-  it('gets its answer, kept as the first turn of what remains; a call after it in the same reply runs; the tickets are named', async () => {
+  it('gets its answer, kept as the first turn of what remains; called beside another call it is refused and nothing is erased; the tickets are named', async () => {
     const { customer, secret, ticket } = await customerWithHistory();
     const order = await query<ResultSetHeader>(
       "INSERT INTO orders (customer_id, status, created_at, paid_at) VALUES (?, 'shipped', NOW(), NOW())",
@@ -79,6 +80,9 @@ describe('a question whose model calls forget_everything, then answers', () => {
     await asking.ask(`What is my locker code? I think it was ${secret}.`);
     const id = asking.conversation.id;
 
+    // First the model calls it beside a look-up: what the look-up returned would outlive the erasure,
+    // so forget_everything is refused and the look-up runs; then the model calls it alone.
+    let besides: unknown[] = [];
     fake.reply(
       {
         tool_calls: [
@@ -86,9 +90,18 @@ describe('a question whose model calls forget_everything, then answers', () => {
           { name: 'get_order_status', arguments: { order_id: order.insertId } },
         ],
       },
+      (view) => {
+        besides = view.toolResults.map((r) => r.result);
+        return call('forget_everything');
+      },
       echo,
     );
     const asked = await asking.asked('Please forget everything you know about me.');
+
+    expect(besides).toEqual([
+      { error: FORGET_ALONE },
+      expect.objectContaining({ order_id: order.insertId, status: 'shipped' }),
+    ]);
 
     // Answered, in the same conversation, with nothing to say about an erasure from outside.
     expect(asked.lost).toBeUndefined();
@@ -96,18 +109,18 @@ describe('a question whose model calls forget_everything, then answers', () => {
     expect(asked.conversation.id).toBe(id);
     expect(asked.result).toMatchObject({ outcome: 'answered', saved: true });
     expect(asked.result!.saveError).toBeUndefined();
-    const [erased, status] = JSON.parse(asked.result!.answer);
-    expect(erased).toEqual({
-      deleted: { notes: 1, earlier_conversations: 1, this_conversation_until_now: true },
-      kept: `Their orders and refunds and support tickets #${ticket}: the store's records, which it must keep.`,
-      note: 'This conversation starts afresh: this request and your answer to it are all it keeps.',
-    });
-    // The call after it in the same reply ran: not "cancelled".
-    expect(status).toMatchObject({ order_id: order.insertId, status: 'shipped' });
+    expect(JSON.parse(asked.result!.answer)).toEqual([
+      {
+        deleted: { notes: 1, earlier_conversations: 1, this_conversation_until_now: true },
+        kept: `Their orders and refunds and support tickets #${ticket}: the store's records, which it must keep.`,
+        note: 'This conversation starts afresh: this request and your answer to it are all it keeps. Do not repeat anything said before it: that is erased.',
+      },
+    ]);
 
     // What remains: this question and its answer, the first turn of the conversation; nothing before.
     const stored = await loadMessages(id);
-    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
+    // The look-up's step went with the rest: the erasure's own step follows the question.
+    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(stored[0].content).toBe('Please forget everything you know about me.');
     expect(stored.at(-1)!.content).toBe(asked.result!.answer);
     expect(

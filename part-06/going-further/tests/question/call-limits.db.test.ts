@@ -17,6 +17,7 @@ import { fullSession } from '../full-session.ts';
 import { createProductDatabase } from '../product-database.ts';
 import {
   DEFAULT_MAX_TOOL_CALLS,
+  FORGET_ALONE,
   MAX_SEARCHES_PER_QUESTION,
   maxToolCallsPerReply,
   searchLimitError,
@@ -91,6 +92,31 @@ describe.each(['gemini', 'openai'] as const)('a reply of 40 tool calls, %s', (pr
     expect(await storedRows(id)).toBe(20);
   });
 });
+
+describe.each(['gemini', 'openai'] as const)(
+  'forget_everything beside another call, %s',
+  (provider) => {
+    it('is not run, and says why; the other call runs; nothing is erased', async () => {
+      fake.reply(
+        {
+          tool_calls: [
+            { name: 'get_order_status', arguments: { order_id: 1042 } },
+            { name: 'forget_everything', arguments: {} },
+          ],
+        },
+        { text: 'Shall I forget everything?' },
+      );
+      const session = fullSession(maya, fake.llm(provider));
+      const outcome = await session.ask('Where is order 1042? And forget everything about me.');
+      expect(outcome.outcome).toBe('answered');
+      const results = fake.chats()[1].view!.toolResults.map((r) => r.result);
+      expect(results[0]).toMatchObject({ order_id: 1042, status: 'shipped' });
+      expect(results[1]).toEqual({ error: FORGET_ALONE });
+      // Her conversation is still there: the refused call erased nothing.
+      expect(await storedRows(session.conversation.id)).toBe(5);
+    });
+  },
+);
 
 describe("a step's results", () => {
   const result = (id: string, chars: number): Message => ({
