@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS customer_erasures (
   customer_id   INT UNSIGNED    NOT NULL,
   -- Set by an erasure while it runs; it expires, so a crashed erasure holds no customer for long.
   erasing_until DATETIME(3)     NULL,
+  -- How many erasures of this customer run at once: the mark is cleared when the last one ends.
+  erasures      INT UNSIGNED    NOT NULL DEFAULT 0,
   questions     BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (customer_id),
   CONSTRAINT fk_customer_erasures_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE

@@ -34,16 +34,25 @@ export async function checkFullDatabase(): Promise<void> {
     throw new DatabaseError(
       `Database "${database}" has no ${missing.join(' or ')} table yet: a first run of the chat creates ${missing.length === 1 ? 'it' : 'them'} (${chat}).`,
     );
-  // The chapter's own reset creates messages without going further's column.
-  const [noted] = await query<unknown[]>(
-    "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'messages' AND column_name = 'storage_note'",
-    [database],
-  );
-  if (!noted)
-    throw new DatabaseError(
-      `Database "${database}" has no messages.storage_note column yet: a first run of the chat adds it (${chat}).`,
+  // The chapter's own reset creates messages without going further's column; an older full Nimbus
+  // made customer_erasures without its count.
+  for (const [table, column] of ADDED_COLUMNS) {
+    const [found] = await query<unknown[]>(
+      'SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = ? AND column_name = ?',
+      [database, table, column],
     );
+    if (!found)
+      throw new DatabaseError(
+        `Database "${database}" has no ${table}.${column} column yet: a first run of the chat adds it (${chat}).`,
+      );
+  }
 }
+
+/** Columns added to tables that may exist without them: a first run adds them (setUp). */
+const ADDED_COLUMNS = [
+  ['messages', 'storage_note'],
+  ['customer_erasures', 'erasures'],
+] as const;
 
 /**
  * Everything the full Nimbus needs: the chapter's tables (ensureDatabase), a messages table from an
@@ -103,6 +112,7 @@ async function setUp(log: (line: string) => void, llm?: LlmSettings | ConfigErro
           log(`Database "${database}": indexed the words of ${indexed} stored conversations.`);
       }
     }
+    if (existing.has('customer_erasures')) await addErasureCount(db, database, log);
     if (existing.has('message_text')) {
       // A copy of every question and answer that search used before message_words: nothing reads it now.
       log(`Database "${database}": dropping message_text, the old copy of messages for searching.`);
@@ -148,6 +158,18 @@ async function addStorageNotes(
   log(`Database "${database}": adding messages.storage_note, what a message lost to be stored.`);
   await db.query(
     'ALTER TABLE messages ADD COLUMN storage_note VARCHAR(255) NULL AFTER output_tokens',
+  );
+}
+
+async function addErasureCount(
+  db: mysql.Connection,
+  database: string,
+  log: (line: string) => void,
+): Promise<void> {
+  if (await hasColumn(db, database, 'customer_erasures', 'erasures')) return;
+  log(`Database "${database}": adding customer_erasures.erasures, how many erasures run at once.`);
+  await db.query(
+    'ALTER TABLE customer_erasures ADD COLUMN erasures INT UNSIGNED NOT NULL DEFAULT 0 AFTER erasing_until',
   );
 }
 

@@ -11,7 +11,7 @@ import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { waitUntil } from '../../../../shared/testing/wait-until.ts';
 import type { Customer } from '../../../session.ts';
 import { forgetCustomer } from '../../privacy/delete-conversations.ts';
-import { ERASURE_MARK_SECONDS } from '../../question/erasure-mark.ts';
+import { ERASURE_MARK_SECONDS, withErasureMarked } from '../../question/erasure-mark.ts';
 import {
   ErasureRunning,
   takeLease,
@@ -136,6 +136,35 @@ describe("an erasure's mark", () => {
       [customer.id],
     );
     expect(row.erasing_until).toBeNull();
+  });
+
+  it('of two erasures of one customer at once holds her questions until the last one ends', async () => {
+    const { customer, id } = await customerWithConversation();
+    const mark = async () => {
+      const [row] = await query<Array<{ until: Date | null; erasures: number }>>(
+        'SELECT erasing_until AS until, erasures FROM customer_erasures WHERE customer_id = ?',
+        [customer.id],
+      );
+      return { marked: row.until !== null, erasures: Number(row.erasures) };
+    };
+    const starting = () => takeLease({ id, customerId: customer.id }, { waitSeconds: 0 });
+    // forget.ts runs a long erasure of her; meanwhile her own forget_everything runs a short one.
+    let endLong: (() => void) | undefined;
+    const long = withErasureMarked(customer.id, () => new Promise<void>((r) => (endLong = r)));
+    try {
+      await waitUntil('the long erasure runs', () => endLong !== undefined);
+      await withErasureMarked(customer.id, async () => {
+        expect(await mark()).toEqual({ marked: true, erasures: 2 });
+      });
+      // The short one ended: she is still being erased, and a question of hers does not start.
+      expect(await mark()).toEqual({ marked: true, erasures: 1 });
+      await expect(starting()).rejects.toThrow(ErasureRunning);
+    } finally {
+      endLong?.();
+      await long;
+    }
+    expect(await mark()).toEqual({ marked: false, erasures: 0 });
+    await (await starting()).release();
   });
 
   it('left by a crashed erasure holds her next question only until it runs out, and the wait notice says an erasure is running', async () => {

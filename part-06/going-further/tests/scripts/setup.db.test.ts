@@ -156,6 +156,18 @@ describe('commands that only read', () => {
       await expect(checkFullDatabase()).rejects.toThrow(
         `Database "${name}" has no messages.storage_note column yet: a first run of the chat adds it (npx tsx part-06/going-further/chat.ts).`,
       );
+      // An older full Nimbus made customer_erasures without its count of erasures at once.
+      await ensureFullDatabase(() => {});
+      await query('ALTER TABLE customer_erasures DROP COLUMN erasures');
+      await expect(checkFullDatabase()).rejects.toThrow(
+        `Database "${name}" has no customer_erasures.erasures column yet: a first run of the chat adds it (npx tsx part-06/going-further/chat.ts).`,
+      );
+      lines.length = 0;
+      await ensureFullDatabase((line) => lines.push(line));
+      expect(lines).toEqual([
+        `Database "${name}": adding customer_erasures.erasures, how many erasures run at once.`,
+      ]);
+      await expect(checkFullDatabase()).resolves.toBeUndefined();
     });
   });
 });
