@@ -156,7 +156,13 @@ export async function deleteNotes(
     ...(which === 'all' ? [] : [which]),
     ...(staleDays === undefined ? [] : [staleDays]),
   ];
-  return withTransaction(async (db) => {
+  // Read first (a read needs no lease): if the DELETE's COMMIT gets no answer, the transaction runs
+  // again and finds nothing left, yet the notes were deleted, and their trace lines must go too.
+  const before = await query<DeletedNote[]>(
+    `SELECT id, conversation_id FROM customer_notes WHERE ${where} ORDER BY id`,
+    params,
+  );
+  const deleted = await withTransaction(async (db) => {
     const [notes] = await db.query<Array<DeletedNote & RowDataPacket>>(
       `SELECT id, conversation_id FROM customer_notes WHERE ${where} ORDER BY id FOR UPDATE`,
       params,
@@ -165,6 +171,21 @@ export async function deleteNotes(
       await db.query('DELETE FROM customer_notes WHERE id IN (?)', [notes.map((n) => n.id)]);
     return notes.map(({ id, conversation_id }) => ({ id, conversation_id }));
   });
+  const found = new Set(deleted.map((note) => note.id));
+  const unsure = before.filter((note) => !found.has(note.id));
+  if (unsure.length === 0) return deleted;
+  const left = new Set(
+    (
+      await query<Array<{ id: number }>>('SELECT id FROM customer_notes WHERE id IN (?)', [
+        unsure.map((note) => note.id),
+      ])
+    ).map((row) => row.id),
+  );
+  // Gone, by the first try or by another erasure at the same moment: either way, deleted.
+  const gone = unsure
+    .filter((note) => !left.has(note.id))
+    .map(({ id, conversation_id }) => ({ id, conversation_id }));
+  return [...deleted, ...gone].sort((a, b) => a.id - b.id);
 }
 
 /** The notes learned in one conversation, with whose they are (a conversation's notes are its customer's). */

@@ -1,4 +1,8 @@
 // A COMMIT whose answer never came, and connections cut mid-question: what happened is looked up, never guessed; nothing is stored twice or lost, and the question goes on.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dbSettings } from '../../../../shared/config.ts';
 import { query, useDatabase } from '../../../../shared/db.ts';
@@ -7,6 +11,7 @@ import {
   type ScratchDatabase,
 } from '../../../../shared/testing/database.ts';
 import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { whereIs } from '../../../../shared/testing/where-is.ts';
 import {
   startPausableProxy,
   type PausableProxy,
@@ -136,5 +141,46 @@ describe('connections cut mid-question', () => {
       'tool',
       'assistant',
     ]);
+  });
+});
+
+describe("forget_notes whose DELETE's COMMIT answer is lost", () => {
+  it('says the notes were forgotten and deletes their trace lines: found gone, not "0 forgotten"', async () => {
+    const logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-lost-commit-'));
+    try {
+      const nimbus = new Nimbus(testSettings(fake.llm('gemini'), { logDir: logs }));
+      const secret = `gate${randomBytes(3).toString('hex')}`;
+      const told = newConversation(maya.id);
+      fake.reply(
+        {
+          tool_calls: [
+            { name: 'remember_note', arguments: { text: `My gate code is ${secret}.` } },
+          ],
+        },
+        { text: 'Noted.' },
+      );
+      await nimbus.ask(maya, told, `Remember my gate code ${secret}.`, { quiet: true });
+      expect(await whereIs(db.name, logs, secret)).toContain(`file conversations/${told.id}.jsonl`);
+
+      // The DELETE commits, its answer never comes: the transaction runs again and finds no note left.
+      proxy.loseNextCommitAnswer(/DELETE FROM customer_notes/);
+      let said: unknown;
+      fake.reply({ tool_calls: [{ name: 'forget_notes', arguments: { all: true } }] }, (view) => {
+        said = view.toolResults[0].result;
+        return { text: 'Forgotten.' };
+      });
+      const asked = await nimbus.ask(maya, newConversation(maya.id), 'Forget my notes.', {
+        quiet: true,
+      });
+      expect(asked.lost).toBeUndefined();
+      expect(said).toMatchObject({ forgotten: 1 });
+      // Gone everywhere but the conversation it was said in, which forget_notes keeps.
+      expect(await whereIs(db.name, logs, secret)).toEqual([
+        'table message_words',
+        'table messages',
+      ]);
+    } finally {
+      rmSync(logs, { recursive: true, force: true });
+    }
   });
 });
