@@ -47,11 +47,16 @@ export async function main(io: ScriptIo): Promise<number | void> {
   // leases taken: none of them writes anything once the reset begins (every write checks its lease).
   const inFlight = await leasedConversations().catch(() => []); // no such table: nothing in flight
   const onWait = () => io.log('Waiting for the questions being answered to finish…');
-  await takeLeases(inFlight, { takeOver: true, erasure: true, onWait });
+  const release = await takeLeases(inFlight, { takeOver: true, erasure: true, onWait });
   const llm = llmSettingsOrError(io.env);
-  await resetDatabase(io.log, llm);
-  // The full Nimbus's own tables, so its viewer and tools find them right after a reset.
-  await ensureFullDatabase(io.log, llm);
+  try {
+    await resetDatabase(io.log, llm);
+    // The full Nimbus's own tables, so its viewer and tools find them right after a reset.
+    await ensureFullDatabase(io.log, llm);
+  } finally {
+    // A reset that failed leaves the questions free to go on; one that ran dropped the leases anyway.
+    await release();
+  }
   const ids = [...plan.conversations, ...inFlight.map((c) => c.id)];
   const traces = deleteTraces(logDir(io.env), ids);
   if (traces) io.log(`Deleted ${plural(traces, 'trace file')}.`);

@@ -142,10 +142,19 @@ export async function takeLeases(
     ? `${ERASURE}${randomBytes(12).toString('hex')}`
     : randomBytes(16).toString('hex');
   const taken: string[] = [];
-  const release = () => letGo(taken, holder);
+  // Those taken are held while the others are waited for and while the erasure deletes: renewed, or
+  // one taken first would expire during a wait as long as LEASE_SECONDS.
+  const renewing = setInterval(() => void renewAll(taken, holder).catch(() => {}), RENEW_MS);
+  renewing.unref();
+  const release = async () => {
+    clearInterval(renewing);
+    await letGo(taken, holder);
+  };
+  // One wait for them all: conversations busy one after another do not add up their waits.
+  const deadline = Date.now() + (options.waitSeconds ?? CONVERSATION_WAIT_SECONDS) * 1000;
   try {
     for (const target of targets) {
-      await takeOne(target, holder, options);
+      await takeOne(target, holder, options, deadline);
       taken.push(target.id);
     }
   } catch (error) {
@@ -153,6 +162,16 @@ export async function takeLeases(
     throw error;
   }
   return release;
+}
+
+/** Renews these lease rows if they are still this holder's. */
+async function renewAll(conversationIds: string[], holder: string): Promise<void> {
+  if (conversationIds.length === 0) return;
+  await query(
+    `UPDATE question_leases SET expires_at = NOW(3) + INTERVAL ? SECOND
+      WHERE conversation_id IN (?) AND holder = ?`,
+    [LEASE_SECONDS, conversationIds, holder],
+  );
 }
 
 /** Deletes these lease rows if they are still this holder's; if the database does not answer, they expire. */
@@ -164,9 +183,13 @@ async function letGo(conversationIds: string[], holder: string): Promise<void> {
   ]).catch(() => {});
 }
 
-async function takeOne(target: LeaseTarget, holder: string, options: LeaseOptions): Promise<void> {
+async function takeOne(
+  target: LeaseTarget,
+  holder: string,
+  options: LeaseOptions,
+  deadline = Date.now() + (options.waitSeconds ?? CONVERSATION_WAIT_SECONDS) * 1000,
+): Promise<void> {
   const waitSeconds = options.waitSeconds ?? CONVERSATION_WAIT_SECONDS;
-  const deadline = Date.now() + waitSeconds * 1000;
   let told = false;
   const erasure = options.erasure ?? false;
   for (;;) {
@@ -179,7 +202,7 @@ async function takeOne(target: LeaseTarget, holder: string, options: LeaseOption
     }
     if (!told) options.onWait?.(waitingFor);
     told = true;
-    await pause(Math.min(POLL_MS, deadline - Date.now()), options.signal);
+    await pause(Math.max(0, Math.min(POLL_MS, deadline - Date.now())), options.signal);
   }
 }
 

@@ -14,7 +14,9 @@ import { forgetCustomer } from '../../privacy/delete-conversations.ts';
 import { ERASURE_MARK_SECONDS, withErasureMarked } from '../../question/erasure-mark.ts';
 import {
   ErasureRunning,
+  heldByErasure,
   takeLease,
+  takeLeases,
   WAITING_FOR_ERASURE,
   WAITING_FOR_OTHER_QUESTION,
 } from '../../question/lease.ts';
@@ -103,6 +105,38 @@ describe('Ctrl-C while ask.ts waits for another question in its conversation', (
     } finally {
       await other.release();
     }
+  });
+});
+
+describe('an erasure waiting for questions in several conversations', () => {
+  it('waits once for them all, not once for each, and then holds them all', async () => {
+    const first = await customerWithConversation();
+    const customer = first.customer;
+    const second = fullSession(customer, fake.llm('gemini'), undefined, { logDir: logs });
+    fake.reply({ text: 'Hello again!' });
+    await second.ask('Hi again');
+    const targets = [first.id, second.conversation.id].map((id) => ({
+      id,
+      customerId: customer.id,
+    }));
+    // A question is in flight in each, and neither ends: the erasure takes both over after its wait.
+    const questions = await Promise.all(targets.map((target) => takeLease(target)));
+    const waits: string[] = [];
+    const release = await takeLeases(targets, {
+      waitSeconds: 1,
+      takeOver: true,
+      erasure: true,
+      onWait: (what) => waits.push(what),
+    });
+    try {
+      // The second conversation was found busy after the one wait had run out: taken at once.
+      expect(waits).toEqual(['question']);
+      for (const target of targets) expect(await heldByErasure(target.id)).toBe(true);
+    } finally {
+      await release();
+      await Promise.all(questions.map((lease) => lease.release()));
+    }
+    for (const target of targets) expect(await heldByErasure(target.id)).toBe(false);
   });
 });
 
