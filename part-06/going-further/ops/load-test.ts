@@ -1,8 +1,8 @@
 // Many customers at once through the full agent loop, against one server or a cluster: `npm run load`.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -13,6 +13,7 @@ import {
   runMain,
   type ScriptIo,
   startedDirectly,
+  type StopSignal,
   UsageError,
 } from '../../../shared/cli.ts';
 import { logDir as traceDir, type LlmSettings } from '../../../shared/config.ts';
@@ -25,7 +26,7 @@ import { newConversation } from '../../memory.ts';
 import { Nimbus, whatHappened, type Watch } from '../nimbus.ts';
 import { DEFAULT_MAX_TOOL_CALLS } from '../question/call-limits.ts';
 import { ensureFullDatabase } from '../store/ensure-tables.ts';
-import { clusterDirectory, freezeNode } from './local-cluster.ts';
+import { ClusterError, clusterDirectory, freezeNode, runningNode } from './local-cluster.ts';
 import {
   ClusterDatabase,
   clusterSettings,
@@ -33,6 +34,7 @@ import {
 } from '../store/cluster-database.ts';
 
 type CallModel = NonNullable<AgentOptions['callModel']>;
+const STOP_SIGNALS: StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--customers=1,8,32,128] [--turns=4] [--pace=300] [--spread] [--json]', io)}
@@ -64,7 +66,7 @@ interface Measured {
   conversations: string[];
 }
 
-export async function main(io: ScriptIo): Promise<void> {
+export async function main(io: ScriptIo): Promise<number | void> {
   const { values } = parseFlags({
     args: io.args,
     options: {
@@ -113,6 +115,16 @@ export async function main(io: ScriptIo): Promise<void> {
         };
   if (freezing && cutEvery !== undefined)
     throw new UsageError('Give --cut-connections or --freeze-node, not both: one fault at a time.');
+  if (freezing) {
+    // Found now, not a second into the first round, when the run has begun.
+    try {
+      runningNode(freezing.dir, freezing.node);
+    } catch (error) {
+      if (!(error instanceof ClusterError)) throw error;
+      io.error(`${printable(error.message)} (--freeze-node needs a running local cluster.)`);
+      return 1;
+    }
+  }
   const settings = clusterSettings(io.env);
   const processes = values.spread ? settings.servers.length : 1;
   if (values.spread && processes < 2)
@@ -125,30 +137,11 @@ export async function main(io: ScriptIo): Promise<void> {
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'nimbus-load-'));
   const env = { ...io.env, DB_NAME: database, LOG_DIR: logDir };
   const scratch = new ClusterDatabase({ ...settings, database });
-  const results = [];
-  try {
-    await withDatabase(scratch, () => ensureFullDatabase(() => {}));
-    for (const k of sizes) {
-      log(
-        `${k} customer${k === 1 ? '' : 's'} at once, ${processes} process${processes === 1 ? '' : 'es'}…`,
-      );
-      const fault =
-        cutEvery !== undefined
-          ? cutConnections(database, cutEvery)
-          : freezing && frozenFor(freezing, log);
-      const parts = await Promise.all(
-        Array.from({ length: processes }, (_, p) =>
-          runWorker(share(k, processes, p), { turns, pace }, rotated(settings.servers, p), env),
-        ),
-      ).finally(() => fault?.stop());
-      results.push({
-        ...summary(k, parts),
-        ...(fault && (await storedOnce(scratch, parts, await fault.stop()))),
-      });
-    }
-  } finally {
-    // Through the full Nimbus's database too (a node in the primary component); a failure to drop it
-    // is said, never put in the place of what the run itself said.
+  const workers = new Set<ChildProcess>();
+  let fault: Fault | undefined;
+  // Through the full Nimbus's database too (a node in the primary component); a failure to drop it
+  // is said, never put in the place of what the run itself said.
+  const cleanUp = async () => {
     await withDatabase(scratch, () => query(`DROP DATABASE IF EXISTS \`${database}\``))
       .catch((error: unknown) =>
         io.error(
@@ -157,10 +150,60 @@ export async function main(io: ScriptIo): Promise<void> {
       )
       .finally(() => scratch.close());
     rmSync(logDir, { recursive: true, force: true });
+  };
+  // Ctrl-C (or a kill) mid-run: a node left frozen would hold the whole cluster, so it is thawed
+  // first; then the workers end, and what the run made goes.
+  const stop = async (signal: StopSignal) => {
+    await fault?.stop();
+    for (const child of workers) child.kill('SIGTERM');
+    await cleanUp();
+    io.error(
+      `Stopped${freezing ? `: node ${freezing.node} is thawed` : ''}; the scratch database ${database} is dropped.`,
+    );
+    process.exit(128 + osConstants.signals[signal]);
+  };
+  const onStop = (signal: StopSignal) => void stop(signal);
+  for (const signal of STOP_SIGNALS) io.signals.on(signal, onStop);
+  const results = [];
+  try {
+    await withDatabase(scratch, () => ensureFullDatabase(() => {}));
+    for (const k of sizes) {
+      log(
+        `${k} customer${k === 1 ? '' : 's'} at once, ${processes} process${processes === 1 ? '' : 'es'}…`,
+      );
+      fault =
+        cutEvery !== undefined
+          ? cutConnections(database, cutEvery)
+          : freezing && frozenFor(freezing, log);
+      const parts = await Promise.all(
+        Array.from({ length: processes }, (_, p) =>
+          runWorker(
+            share(k, processes, p),
+            { turns, pace },
+            rotated(settings.servers, p),
+            env,
+            workers,
+          ),
+        ),
+      ).finally(() => fault?.stop());
+      results.push({
+        ...summary(k, parts),
+        ...(fault && (await storedOnce(scratch, parts, await fault.stop()))),
+      });
+    }
+  } finally {
+    for (const signal of STOP_SIGNALS) io.signals.off(signal, onStop);
+    await cleanUp();
   }
   if (values.json) return void io.log(printableJson({ pace_ms: pace, turns, processes, results }));
-  const fault = freezing ? `node ${freezing.node} frozen (s)` : 'connections killed';
-  printTable(io, results, { pace, turns, processes, servers: settings.servers.length, fault });
+  const injected = freezing ? `node ${freezing.node} frozen (s)` : 'connections killed';
+  printTable(io, results, {
+    pace,
+    turns,
+    processes,
+    servers: settings.servers.length,
+    fault: injected,
+  });
 }
 
 /**
@@ -197,6 +240,7 @@ function runWorker(
   { turns, pace }: { turns: number; pace: number },
   servers: Array<{ host: string; port: number }>,
   env: Record<string, string | undefined>,
+  running: Set<ChildProcess>,
 ): Promise<Measured> {
   if (customers === 0)
     return Promise.resolve({
@@ -219,15 +263,16 @@ function runWorker(
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  running.add(child);
   let out = '';
   child.stdout.on('data', (chunk) => (out += chunk));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve(JSON.parse(out))
-        : reject(new Error(`A load process ended with ${code}.`)),
-    );
+    child.on('close', (code) => {
+      running.delete(child);
+      if (code === 0) resolve(JSON.parse(out));
+      else reject(new Error(`A load process ended with ${code}.`));
+    });
   });
 }
 
@@ -372,15 +417,21 @@ function megabytes(bytes: number): number {
   return Math.round(bytes / 1e5) / 10;
 }
 
+/** A fault injected during a round; stop() ends it and says how much of it there was. */
+interface Fault {
+  stop(): Promise<number>;
+}
+
 /**
  * Kills one of the run's connections to `database` every `ms` ms (KILL, as a restart or a network blip
  * ends a session), from a connection of its own; stop() ends it and says how many it killed.
  */
-function cutConnections(database: string, ms: number): { stop: () => Promise<number> } {
+function cutConnections(database: string, ms: number): Fault {
   let killed = 0;
   let stopped = false;
   const admin = mysql.createConnection(connectionOptions());
-  const timer = setInterval(async () => {
+  admin.catch(() => {}); // a server that cannot be reached: each tick finds it so, and kills nothing
+  const cutOne = async () => {
     const db = await admin;
     const [rows] = await db.query<mysql.RowDataPacket[]>(
       'SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
@@ -388,16 +439,16 @@ function cutConnections(database: string, ms: number): { stop: () => Promise<num
     );
     const victim = rows[Math.floor(Math.random() * rows.length)];
     if (!victim || stopped) return;
-    await db.query('KILL ?', [victim.id]).then(
-      () => killed++,
-      () => {},
-    );
-  }, ms);
+    await db.query('KILL ?', [victim.id]);
+    killed++;
+  };
+  // A connection that ended before its KILL, or a tick that failed: nothing killed, and the table says so.
+  const timer = setInterval(() => void cutOne().catch(() => {}), ms);
   return {
     stop: async () => {
       stopped = true;
       clearInterval(timer);
-      await (await admin).end().catch(() => {});
+      await admin.then((db) => db.end()).catch(() => {});
       return killed;
     },
   };
@@ -410,7 +461,7 @@ function cutConnections(database: string, ms: number): { stop: () => Promise<num
 function frozenFor(
   { node, seconds, dir }: { node: number; seconds: number; dir: string },
   log: (line: string) => void,
-): { stop: () => Promise<number> } {
+): Fault {
   let thaw: (() => void) | undefined;
   let frozenAt = 0;
   let frozenMs = 0;
@@ -422,7 +473,13 @@ function frozenFor(
     log(`Node ${node} thawed after ${(frozenMs / 1000).toFixed(1)} s.`);
   };
   const start = setTimeout(() => {
-    thaw = freezeNode(dir, node);
+    try {
+      thaw = freezeNode(dir, node);
+    } catch (error) {
+      // Stopped since the run began: the round goes on unfrozen, and the table shows 0 s.
+      log(`Node ${node} could not be frozen: ${printable((error as Error).message)}`);
+      return;
+    }
     frozenAt = Date.now();
     log(`Node ${node} frozen (SIGSTOP).`);
   }, 1000);

@@ -187,8 +187,7 @@ export async function stopCluster(dir: string): Promise<StopReport> {
 
 /** Kills node `node` (1 = the first) with SIGKILL, as a crash would: no clean shutdown, no goodbye. */
 export async function killNode(dir: string, node: number): Promise<void> {
-  const target = nodeOf(readClusterOrFail(dir), node);
-  if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
+  const target = runningNode(dir, node);
   if ((await waitForExit(signalAll([target], 'SIGKILL'), 10_000)).length)
     throw new ClusterError(
       `Node ${node} (pid ${nodeProcesses(target)[0]}) is still running after SIGKILL.`,
@@ -259,8 +258,7 @@ export function clusterDirectory(env: Record<string, string | undefined>): strin
  * it answers nothing and closes nothing. Returns what thaws it (SIGCONT).
  */
 export function freezeNode(dir: string, node: number): () => void {
-  const target = nodeOf(readClusterOrFail(dir), node);
-  if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
+  const target = runningNode(dir, node);
   const frozen = signalAll([target], 'SIGSTOP');
   return () => {
     for (const pid of frozen.get(target)!) {
@@ -271,6 +269,13 @@ export function freezeNode(dir: string, node: number): () => void {
       }
     }
   };
+}
+
+/** Node `node` of the cluster in `dir`; a ClusterError unless it is running. */
+export function runningNode(dir: string, node: number): ClusterNode {
+  const target = nodeOf(readClusterOrFail(dir), node);
+  if (!isNodeRunning(target)) throw new ClusterError(`Node ${node} is not running.`);
+  return target;
 }
 
 /** `127.0.0.1:port,127.0.0.1:port,…`, node 1 first: the value for DB_HOSTS. */

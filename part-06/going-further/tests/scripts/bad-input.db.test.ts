@@ -1,4 +1,7 @@
 // Whatever comes in — odd ids, hostile text, a missing database, a rate limit — gets one clear line and nothing half-saved (the core scripts; going further's limits through its own).
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -45,6 +48,22 @@ describe('two faults at once', () => {
     expect(result.stderr.split('\n')[0]).toBe(
       'Give --cut-connections or --freeze-node, not both: one fault at a time.',
     );
+  });
+
+  it('npm run load --freeze-node with no cluster says so before the run begins, exit 1', async () => {
+    const load = script('going-further/ops/load-test.ts');
+    const empty = mkdtempSync(path.join(os.tmpdir(), 'nimbus-no-cluster-'));
+    try {
+      const result = await runInProcess(load, ['--freeze-node=1'], {
+        env: { ...env, CLUSTER_DIR: empty },
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `There is no cluster in ${empty}. (--freeze-node needs a running local cluster.)\n`,
+      );
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 });
 
