@@ -20,7 +20,7 @@ export function usage(io: ScriptIo): string {
 
 Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. It looks up
 orders, checks refunds, opens tickets and searches the help center as needed, showing each step;
---quiet hides the step-by-step trace lines. Every run writes a trace under logs/traces/.`;
+--quiet (or -q) hides the step-by-step trace lines. Every run writes a trace under logs/traces/.`;
 }
 
 /** The script's work, given its arguments, settings and streams: a test can run it in-process. */

@@ -17,8 +17,8 @@ export function usage(io: ScriptIo): string {
   return `Usage: ${commandFor(import.meta.url, '[--resume=<id>] [--customer=<email>] [--quiet]', io)}
 
 Chat as the customer in CUSTOMER_EMAIL (.env) or --customer; continue a conversation later with
---resume=<id>. exit or Ctrl-D leaves; Ctrl-C cancels a question, or leaves at the prompt. --quiet hides
-the trace lines.`;
+--resume=<id>. exit or Ctrl-D leaves; Ctrl-C cancels a question, or leaves at the prompt. --quiet (or -q)
+hides the trace lines.`;
 }
 
 export async function main(io: ScriptIo): Promise<number | void> {

@@ -26,7 +26,7 @@ export function usage(io: ScriptIo): string {
 
 Asks Nimbus one question as the customer in CUSTOMER_EMAIL (.env) or --customer. Without
 --conversation it starts a new conversation; pass the id it prints to ask a follow-up in the same
-conversation. --quiet hides the step-by-step trace lines.`;
+conversation. --quiet (or -q) hides the step-by-step trace lines.`;
 }
 
 /** The script's work, given its arguments, settings and streams: a test can run it in-process. */

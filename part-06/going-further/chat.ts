@@ -31,7 +31,7 @@ Chat with Nimbus as the customer in CUSTOMER_EMAIL (.env) or --customer. Every e
 continue one of your conversations later with --resume=<id>. Type exit or quit (or press Ctrl-D) to
 leave. Ctrl-C cancels the question Nimbus is working on (and drops lines typed meanwhile); at an
 empty prompt it leaves. A run ends after MAX_QUESTIONS_PER_RUN questions or MAX_TOKENS_PER_RUN
-tokens (.env). --quiet hides the step-by-step trace lines.`;
+tokens (.env). --quiet (or -q) hides the step-by-step trace lines.`;
 }
 
 /** Everything a question needs besides its text: who asks, where, the full Nimbus, the run's spending. */
