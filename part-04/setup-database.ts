@@ -104,10 +104,17 @@ export async function resetDatabase(log: (line: string) => void = console.log): 
   await withSetupConnection(async (db, database) => {
     // Other chapters' tables in the same database may point at these; the checks are off for this connection only.
     await db.query('SET FOREIGN_KEY_CHECKS = 0');
-    for (const table of [...TABLES].reverse()) await db.query(`DROP TABLE IF EXISTS \`${table}\``);
+    const [found] = await db.query<mysql.RowDataPacket[]>(
+      'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? AND table_name IN (?)',
+      [database, TABLES],
+    );
+    const existing = TABLES.filter((table) => found.some((row) => row.name === table));
+    for (const table of [...existing].reverse())
+      await db.query(`DROP TABLE IF EXISTS \`${table}\``);
     await db.query('SET FOREIGN_KEY_CHECKS = 1');
     for (const name of FUNCTIONS) await db.query(`DROP FUNCTION IF EXISTS \`${name}\``);
-    log(`Database "${database}": dropped ${TABLES.join(', ')}.`);
+    // Only what was there is said to be dropped: a reset of an empty database drops nothing.
+    if (existing.length) log(`Database "${database}": dropped ${existing.join(', ')}.`);
   });
   await ensureDatabase(log);
 }

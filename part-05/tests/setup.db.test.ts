@@ -186,6 +186,19 @@ describe('setup.ts resets, and only when told to', () => {
     }
   });
 
+  it('names only the tables it dropped: a reset of an empty database says it dropped nothing', async () => {
+    const scratch = await createScratchDatabase();
+    try {
+      const lines: string[] = [];
+      await resetDatabase((line) => lines.push(line));
+      expect(lines.filter((line) => line.includes('dropped'))).toEqual([]);
+      expect(await tables()).toEqual(expect.arrayContaining([...TABLES]));
+    } finally {
+      await scratch.drop();
+      await useScratchDatabase(db.name);
+    }
+  });
+
   it('resetDatabase gives the same store every time, removing anything added in between', async () => {
     await resetDatabase(() => {});
     const before = await snapshot();
