@@ -1,7 +1,6 @@
 // What Nimbus keeps about a customer across conversations: written when asked, recalled as their words, searched, shown, exported, forgotten, never crossed.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ResultSetHeader } from 'mysql2';
@@ -10,7 +9,6 @@ import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import {
   NO_PROVIDER,
-  startFakeProvider,
   type ChatView,
   type FakeProvider,
   type ScriptedReply,
@@ -22,7 +20,6 @@ import { newConversation } from '../../../memory.ts';
 import { systemPrompt } from '../../../prompt.ts';
 import type { Customer } from '../../../session.ts';
 import { planReset } from '../../../setup-database.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { runTool, type ToolContext } from '../../../tools.ts';
 import { conversationTraceFile } from '../../../trace.ts';
 import { exportCustomer } from '../../privacy/customer-data.ts';
@@ -32,7 +29,7 @@ import { recallNotes } from '../../notes/recall-notes.ts';
 import { forgetConversation, planPrune, prune } from '../../privacy/delete-conversations.ts';
 import { privacyTools } from '../../privacy/privacy-tools.ts';
 import { fullSession } from '../full-session.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const PROVIDERS = ['gemini', 'openai'] as const;
 const maya: Customer = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
@@ -49,18 +46,11 @@ let env: Record<string, string>;
 let memoryTools: ReturnType<typeof customerMemoryTools>;
 
 beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-notes-logs-'));
+  ({ fake, db, logs } = await openTestBed('notes-logs'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
   memoryTools = [...customerMemoryTools(), ...privacyTools(logs, () => {})];
 });
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 /** A customer of their own for a test, so no other test's notes count against its caps. */
 async function newCustomer(): Promise<Customer> {

@@ -1,15 +1,11 @@
 // "Please forget everything you know about me": notes and conversations go, this one included, nothing comes back, and the answer says what the store keeps.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import {
-  startFakeProvider,
   type ChatView,
   type FakeProvider,
   type ScriptedReply,
@@ -18,27 +14,16 @@ import { newConversation, type Conversation } from '../../../memory.ts';
 import type { Customer } from '../../../session.ts';
 import { whatHappened } from '../../nimbus.ts';
 import { allNotes } from '../../notes/notes-queries.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { forgetCustomer } from '../../privacy/delete-conversations.ts';
 import { fullSession } from '../full-session.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  // The product's database: every write of a question checks its lease, as in the chat.
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-forget-everything-'));
-});
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+beforeAll(async () => ({ fake, db, logs } = await openTestBed('forget-everything')));
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 async function newCustomer(): Promise<Customer> {
   const email = `forget-${randomBytes(4).toString('hex')}@example.com`;

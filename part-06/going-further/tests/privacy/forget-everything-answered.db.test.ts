@@ -1,14 +1,10 @@
 // "Forget everything" is a turn like any other (issue 42, item 1): the question that erases keeps its lease, its answer is shown and kept as the first turn of what remains, and ask.ts exits 0.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
 import {
-  startFakeProvider,
   type ChatView,
   type FakeProvider,
   type ScriptedReply,
@@ -20,27 +16,17 @@ import type { Customer } from '../../../session.ts';
 import { whatHappened } from '../../nimbus.ts';
 import { FORGET_ALONE } from '../../question/call-limits.ts';
 import { allNotes } from '../../notes/notes-queries.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { fullSession } from '../full-session.ts';
 import { newCustomer, ticketOf } from '../new-customer.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const ASK = 'part-06/going-further/ask.ts';
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-forget-answered-'));
-});
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+beforeAll(async () => ({ fake, db, logs } = await openTestBed('forget-answered')));
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 const call = (name: string, args: Record<string, unknown> = {}): ScriptedReply => ({
   tool_calls: [{ name, arguments: args }],

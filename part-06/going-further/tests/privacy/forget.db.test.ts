@@ -1,18 +1,15 @@
 // forget.ts asks before an erasure: it says what would go, --dry-run deletes nothing, and without a terminal it needs --yes.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
 import { fullSession } from '../full-session.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 import { saveNote } from '../../notes/notes-queries.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import {
   forgetCustomer,
   planCustomerErasure,
@@ -26,17 +23,10 @@ let logs: string;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-forget-'));
+  ({ fake, db, logs } = await openTestBed('forget'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
 });
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 const whereIs = (text: string) => findText(db.name, logs, text);
 

@@ -1,18 +1,14 @@
 // A conversation a chat resumed counts as in use for prune.ts (issue 42, item 9): older than --days before, it stays, and her next question goes on in it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { findConversation } from '../../../memory.ts';
 import type { Customer } from '../../../session.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { fullSession } from '../full-session.ts';
 import { newCustomer } from '../new-customer.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const CHAT = 'part-06/going-further/chat.ts';
 const PRUNE = 'part-06/going-further/prune.ts';
@@ -20,17 +16,8 @@ let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-prune-resumed-'));
-});
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+beforeAll(async () => ({ fake, db, logs } = await openTestBed('prune-resumed')));
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 const env = () => ({ ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs });
 

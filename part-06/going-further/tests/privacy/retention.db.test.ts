@@ -1,27 +1,17 @@
 // Forget.ts and prune.ts delete a conversation everywhere: no table row and no log line keeps its id or words.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { runScript } from '../../../../shared/testing/run-script.ts';
 import { whereIs as findText } from '../../../../shared/testing/where-is.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { saveNote } from '../../notes/notes-queries.ts';
 import { fullSession } from '../full-session.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const maya = { id: 1, name: 'Maya Patel', email: 'maya.patel@example.com' };
 
@@ -33,17 +23,10 @@ let logs: string;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-logs-'));
+  ({ fake, db, logs } = await openTestBed('logs'));
   env = { ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs };
 });
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 /** A conversation whose messages and trace contain `phrase`, with a tool call (answered in this process). Returns its id. */
 async function chatAbout(phrase: string): Promise<string> {

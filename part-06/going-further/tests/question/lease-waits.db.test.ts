@@ -1,12 +1,9 @@
 // Waiting to start a question (issue 42, items 6 and 8): Ctrl-C while ask.ts waits for another question is one calm line (exit 130); an erasure's mark expires within ERASURE_MARK_SECONDS, and a question it holds is told an erasure runs.
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { waitUntil } from '../../../../shared/testing/wait-until.ts';
 import type { Customer } from '../../../session.ts';
@@ -20,27 +17,17 @@ import {
   WAITING_FOR_ERASURE,
   WAITING_FOR_OTHER_QUESTION,
 } from '../../question/lease.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { fullSession } from '../full-session.ts';
 import { newCustomer } from '../new-customer.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const ASK = 'part-06/going-further/ask.ts';
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-lease-waits-'));
-});
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+beforeAll(async () => ({ fake, db, logs } = await openTestBed('lease-waits')));
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 const env = () => ({ ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs });
 

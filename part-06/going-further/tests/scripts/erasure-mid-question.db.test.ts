@@ -1,18 +1,14 @@
 // An erasure from outside while a question that opened a ticket is answered (issue 42, item 2): the chat and ask.ts say it once and truly, naming the ticket the store keeps, and offer the erased conversation nowhere.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import type { Customer } from '../../../session.ts';
 import { forgetCustomer } from '../../privacy/delete-conversations.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { fullSession } from '../full-session.ts';
 import { newCustomer } from '../new-customer.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const CHAT = 'part-06/going-further/chat.ts';
 const ASK = 'part-06/going-further/ask.ts';
@@ -21,17 +17,8 @@ let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-erased-mid-question-'));
-});
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+beforeAll(async () => ({ fake, db, logs } = await openTestBed('erased-mid-question')));
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 const env = () => ({ ...fake.env('gemini'), DB_NAME: db.name, LOG_DIR: logs });
 

@@ -1,19 +1,15 @@
 // An erasure from outside that is still deleting when the question finds its lease gone (issue 42, item 2): still said as an erasure, naming the ticket, and the chat's Bye offers no conversation being erased.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectionOptions, query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { waitUntil } from '../../../../shared/testing/wait-until.ts';
 import { forgetCustomer } from '../../privacy/delete-conversations.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { fullSession } from '../full-session.ts';
 import { newCustomer } from '../new-customer.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const CHAT = 'part-06/going-further/chat.ts';
 const SUMMARY = 'Please call me back about my parcel.';
@@ -23,17 +19,12 @@ let logs: string;
 let admin: mysql.Connection;
 
 beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-slow-erasure-'));
+  ({ fake, db, logs } = await openTestBed('slow-erasure'));
   admin = await mysql.createConnection({ ...connectionOptions(), database: db.name });
 });
 afterAll(async () => {
   await admin.end();
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
+  await closeTestBed({ fake, db, logs });
 });
 
 describe('an erasure from outside, slower than the question it took the lease from', () => {

@@ -1,34 +1,21 @@
 // MEMORY_MAX_CHARS has a floor that keeps tool results readable (issue 42, item 10): below 1000 it is refused in one sentence, and at the floor a step's many results each keep at least 200 characters.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { ResultSetHeader } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { query } from '../../../../shared/db.ts';
 import type { ScratchDatabase } from '../../../../shared/testing/database.ts';
-import { startFakeProvider, type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
+import { type FakeProvider } from '../../../../shared/testing/fake-provider.ts';
 import { runInProcess } from '../../../../shared/testing/run-in-process.ts';
 import { MIN_BUDGET_CHARS } from '../../../context.ts';
-import { ensureFullDatabase } from '../../store/ensure-tables.ts';
 import { newCustomer } from '../new-customer.ts';
-import { createProductDatabase } from '../product-database.ts';
+import { closeTestBed, openTestBed } from '../test-bed.ts';
 
 const ASK = 'part-06/going-further/ask.ts';
 let fake: FakeProvider;
 let db: ScratchDatabase;
 let logs: string;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-  db = await createProductDatabase();
-  await ensureFullDatabase(() => {});
-  logs = mkdtempSync(path.join(os.tmpdir(), 'nimbus-budget-floor-'));
-});
-afterAll(async () => {
-  rmSync(logs, { recursive: true, force: true });
-  await fake.close();
-  await db.drop();
-});
+beforeAll(async () => ({ fake, db, logs } = await openTestBed('budget-floor')));
+afterAll(() => closeTestBed({ fake, db, logs }));
 
 const env = (maxChars: string) => ({
   ...fake.env('openai'),
